@@ -156,10 +156,10 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(*sys.argv[2:7])
         return
+    from pramkit.codebook import categories_of
     from pramkit.datasets import census
     from pramkit.defaults import CHUNK_ROWS
     from pramkit.design.classic import randomized_response
-    from pramkit.codebook import categories_of
     from pramkit.manifest import Manifest
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -30,14 +30,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from timing import best_of
 
 from pramkit import Manifest, SecretKey, perturb_codes
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.classic import randomized_response
 from pramkit.estimate import estimate_table, mle_estimate, moment_estimate
 from pramkit.estimate.regression import corrected_regression
-from timing import best_of
-
 
 
 def dense_se(u: np.ndarray, mats) -> np.ndarray:

@@ -45,13 +45,13 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from pramkit.datasets import census_areas
-from pramkit.distances import Distances, euclidean_distances, graph_distances, ordinal_distances
 from pramkit.design.classic import randomized_response
 from pramkit.design.dp.distance import dp_min_distance, metric_min_distance
 from pramkit.design.metric.mechanisms import compare_with_rr, exponential_mechanism, geo_utility, truncated_geometric
+from pramkit.distances import Distances, euclidean_distances, graph_distances, ordinal_distances
 from pramkit.engine.perturb import perturb_codes
-from pramkit.kernel.rng import SecretKey
 from pramkit.engine.sampling import sampler_for
+from pramkit.kernel.rng import SecretKey
 
 
 def geography(n: int):

@@ -17,9 +17,9 @@ import argparse
 import random
 
 import numpy as np
+from timing import best_of
 
 from pramkit.privacy.geometric import discrete_laplace
-from timing import best_of
 
 
 def main() -> None:

@@ -69,8 +69,8 @@ def main() -> None:
                         "--key-file", str(d / "key"), "--out", str(d / "released.csv"), "--quiet"], check=True)
         apply = time.perf_counter() - t0
     floor = floor_seconds(xy, args.records)
-    from pramkit.distances import euclidean_distances
     from pramkit.design.metric.mechanisms import exponential_mechanism
+    from pramkit.distances import euclidean_distances
     from pramkit.engine.perturb import perturb_codes
     from pramkit.kernel.rng import SecretKey
 

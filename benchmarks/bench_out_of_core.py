@@ -28,14 +28,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_apply_file import peak_rss_mib
 
 from pramkit.codebook import categories_of
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
-from pramkit.manifest import Manifest
 from pramkit.engine.perturb import perturb_frame
-
-from bench_apply_file import peak_rss_mib
+from pramkit.manifest import Manifest
 
 CHUNK = 1_000_000
 KEYS = ("age", "sex", "marital_status")

@@ -45,16 +45,15 @@ from typing import Callable, Iterator
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from pramkit.engine import sampling
-from pramkit.datasets import census
-from pramkit.manifest import Manifest
-from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import available_threads, perturb_codes, perturb_frame
-from pramkit.kernel.rng import SecretKey
-from pramkit.engine.sampling import MAX_ALIAS, DiagonalSampler, sampler_for
 from timing import best_of
 
+from pramkit.datasets import census
+from pramkit.engine import sampling
+from pramkit.engine.perturb import available_threads, perturb_codes, perturb_frame
+from pramkit.engine.sampling import MAX_ALIAS, DiagonalSampler, sampler_for
+from pramkit.kernel.rng import SecretKey
+from pramkit.manifest import Manifest
+from pramkit.matrix import PramMatrix
 
 
 def naive_seconds_per_value(matrix: np.ndarray, codes: np.ndarray) -> float:

@@ -22,7 +22,10 @@ import tracemalloc
 
 from pramkit.datasets import census
 from pramkit.recognition.design import (
-    KeySpace, combinations_of, recognition_design, uniform_noise_baseline,
+    KeySpace,
+    combinations_of,
+    recognition_design,
+    uniform_noise_baseline,
 )
 from pramkit.risk.frequencies import key_table
 

@@ -21,14 +21,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from pramkit.datasets import census
-from pramkit.design.classic import randomized_response
-from pramkit.codebook import categories_of
-from pramkit.manifest import Manifest
-
 from bench_apply_file import peak_rss_mib
 from bench_out_of_core import CHUNK, KEYS, generate
+
+from pramkit.codebook import categories_of
+from pramkit.datasets import census
+from pramkit.design.classic import randomized_response
+from pramkit.manifest import Manifest
 
 
 def child(src: str, manifest: str, out: str, chunk: str, shuffle: str) -> None:

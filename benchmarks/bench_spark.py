@@ -49,9 +49,9 @@ from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.defaults import CHUNK_ROWS
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import TablePerturber, available_threads
-from pramkit.kernel.rng import SecretKey
 from pramkit.engine.spark.perturb import _through_python
 from pramkit.engines import spark as ps
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest
 
 if TYPE_CHECKING:  # pragma: no cover

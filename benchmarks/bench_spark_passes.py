@@ -41,13 +41,13 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.spark import counts as spark_counts
 from pramkit.engine.spark import session
-from pramkit.swap.spark import swap_file_spark
-from pramkit.swap.run import plan_swap, swap_file
 from pramkit.estimate import estimate_table
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.io import read_table
 from pramkit.manifest import Manifest
 from pramkit.risk.identification import identification_risk
+from pramkit.swap.run import plan_swap, swap_file
+from pramkit.swap.spark import swap_file_spark
 
 VARIABLES = ["age", "sex", "marital_status", "race"]
 

@@ -30,12 +30,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from timing import best_of
 
+from pramkit.io import iter_batches
 from pramkit.kernel.rng import SecretKey
 from pramkit.swap import plan_swap, swap_file
 from pramkit.swap.census import census_households
 from pramkit.swap.core import draw_swaps
 from pramkit.swap.households import read_households
-from pramkit.io import iter_batches
 
 PERSONS_PER_HOUSEHOLD = 2.44
 

@@ -93,8 +93,8 @@ class SeededSecrets:
 def seeded_secrets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test draws its keys and keyless noise from :class:`SeededSecrets` (in this process; a
     ``pramkit`` started as a subprocess draws from the operating system)."""
-    import pramkit.kernel.rng
     import pramkit.engine.sampling
+    import pramkit.kernel.rng
     import pramkit.privacy.geometric
 
     shim = SeededSecrets(request.node.nodeid)

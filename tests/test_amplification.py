@@ -15,7 +15,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
@@ -23,11 +24,18 @@ from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.amplification import (
-    Sampling, by_sampling, by_shuffling, by_shuffling_matrix, closed_form_shuffling, release_guarantees,
-    sampling_of, shuffle_failures, shuffling_bound, matrix_total_variation,
+    Sampling,
+    by_sampling,
+    by_shuffling,
+    by_shuffling_matrix,
+    closed_form_shuffling,
+    matrix_total_variation,
+    release_guarantees,
+    sampling_of,
+    shuffle_failures,
+    shuffling_bound,
 )
 from pramkit.privacy.epsilon import matrix_epsilon
-
 
 # -- sampling ---------------------------------------------------------------------------------------
 

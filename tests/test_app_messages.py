@@ -18,8 +18,8 @@ pytest.importorskip("shiny")
 
 from pramkit.app import fields  # noqa: E402
 from pramkit.app.server import outcome_message  # noqa: E402
-from pramkit.kernel.rng import SecretKey  # noqa: E402
 from pramkit.errors import PramkitError  # noqa: E402
+from pramkit.kernel.rng import SecretKey  # noqa: E402
 from pramkit.release.choices import DesignChoices  # noqa: E402
 from pramkit.workbench import Workbench  # noqa: E402
 

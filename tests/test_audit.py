@@ -32,8 +32,8 @@ from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file
-from pramkit.kernel.rng import write_key_file
 from pramkit.errors import WriteError
+from pramkit.kernel.rng import write_key_file
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 

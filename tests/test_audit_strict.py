@@ -35,10 +35,10 @@ from pramkit.audit.stated import units_ratio
 from pramkit.audit.stats import holm, margin_pvalue
 from pramkit.cli import main
 from pramkit.datasets import census
-from pramkit.privacy.law import realised_law
 from pramkit.engine.perturb import apply_file
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
+from pramkit.privacy.law import realised_law
 
 KEY = bytes(range(32))
 

@@ -8,8 +8,17 @@ import numpy as np
 import pytest
 
 from pramkit.design.bistochastic.families import (
-    BETA_FAMILIES, BetaUnreachableError, anatomy_classes, circulant, circulant_keep, compare_families,
-    fit_family, k_anonymity, tridiagonal, tridiagonal_peak, with_floor,
+    BETA_FAMILIES,
+    BetaUnreachableError,
+    anatomy_classes,
+    circulant,
+    circulant_keep,
+    compare_families,
+    fit_family,
+    k_anonymity,
+    tridiagonal,
+    tridiagonal_peak,
+    with_floor,
 )
 from pramkit.design.classic import randomized_response
 from pramkit.errors import PramkitError

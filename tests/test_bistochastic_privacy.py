@@ -13,8 +13,16 @@ from pramkit.design.bistochastic.families import k_anonymity, tridiagonal, with_
 from pramkit.design.classic import keep_probability, randomized_response
 from pramkit.errors import PramkitError
 from pramkit.privacy.bistochastic import (
-    NotBistochasticError, bistochastic_privacy, conservative_privacy, die_sides, entropy_rate,
-    is_bistochastic, joint_privacy, majorizes, released_distribution, require_bistochastic,
+    NotBistochasticError,
+    bistochastic_privacy,
+    conservative_privacy,
+    die_sides,
+    entropy_rate,
+    is_bistochastic,
+    joint_privacy,
+    majorizes,
+    released_distribution,
+    require_bistochastic,
 )
 
 

@@ -21,10 +21,8 @@ import pytest
 from pramkit.design.dp.general import dp_general, staircase_dual_bound
 from pramkit.design.dp.optimal import dp_optimal, verified_objective, vertex_patterns
 from pramkit.design.dp.split_bound import bound_split
-from pramkit.recognition.design import recognition_design
 from pramkit.privacy.exact import CERTIFICATE_ATOL, CERTIFICATE_RTOL, certificate_tolerance, information_bounds
-
-
+from pramkit.recognition.design import recognition_design
 
 # -- references -------------------------------------------------------------------------------
 
@@ -194,8 +192,7 @@ def test_module_doctests():
 
     from pramkit import information
     from pramkit.design import matrix_design, registry
-    from pramkit.design.dp import general
-    from pramkit.design.dp import optimal
+    from pramkit.design.dp import general, optimal
     from pramkit.design.dp import variance as dp_variance
     from pramkit.recognition import design as recognition
     from pramkit.recognition import reductions as recognition_reductions

@@ -9,7 +9,11 @@ import numpy as np
 import pytest
 
 from pramkit.design.classic import (
-    bayes_inverse, invariant_pram, keep_probability, randomized_response, sdcmicro_pram,
+    bayes_inverse,
+    invariant_pram,
+    keep_probability,
+    randomized_response,
+    sdcmicro_pram,
 )
 from pramkit.errors import PramkitError
 from pramkit.matrix import PramMatrix

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 
 from pramkit.codebook import Codebook, MissingCodes, decode, encode
+from pramkit.engine.perturb import PARALLEL_ROWS, perturb_frame
 from pramkit.errors import DataError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import PARALLEL_ROWS, perturb_frame
 
 
 def text_of(value) -> str | None:
@@ -113,9 +113,9 @@ def test_encode_without_copy_may_be_a_read_only_view() -> None:
 def test_perturbing_a_dictionary_view_leaves_the_column_as_it_was() -> None:
     """A column whose codes are a view of its indices is drawn into new memory: the column is unchanged, and
     the release is the one of the same values as text."""
-    from pramkit.matrix import PramMatrix
     from pramkit.engine.perturb import perturb_frame
     from pramkit.kernel.rng import SecretKey
+    from pramkit.matrix import PramMatrix
 
     rng = np.random.default_rng(5)
     labels = ["a", "b", "c"]

@@ -16,9 +16,12 @@ from pramkit.errors import MatrixError, ParameterError
 from pramkit.matrix import ROW_SUM_TOL, PramMatrix, Provenance
 from pramkit.privacy.epsilon import form8_matrix_epsilon, matrix_epsilon
 from pramkit.privacy.exact import (
-    MAX_ROW_SHIFT, column_epsilon, form8_column_extremes, form8_within_budget, within_budget,
+    MAX_ROW_SHIFT,
+    column_epsilon,
+    form8_column_extremes,
+    form8_within_budget,
+    within_budget,
 )
-
 
 # ---------------------------------------------------------------------------
 # exact references (Fractions and Decimal, independent of pramkit's code)

@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 import pramkit
 import pramkit.datasets
 from pramkit.cli import main
-from pramkit.counts import MAX_CELLS, CountTable, count_groups
 from pramkit.codebook import canonical
+from pramkit.counts import MAX_CELLS, CountTable, count_groups
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 from pramkit.release.count import count_release

@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SDC_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SDC_DATA
 from pramkit.cli import main
 from pramkit.codebook import categories_of
 from pramkit.distances import numeric_order, read_distances, require_order
-from pramkit.release.pipeline import design_release
 from pramkit.errors import ParameterError
+from pramkit.release.pipeline import design_release
 
 
 def band_of(age: float) -> str:

@@ -7,9 +7,11 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pramkit.cli import design as design_cli, main
+from pramkit.cli import design as design_cli
+from pramkit.cli import main
 from pramkit.release.choices import DesignChoices
 
 

@@ -14,8 +14,14 @@ import numpy as np
 import pytest
 
 from pramkit.distances import (
-    EARTH_RADIUS_KM, Distances, euclidean_distances, graph_distances, great_circle_distances, ordinal_distances,
-    read_distances, table_distances,
+    EARTH_RADIUS_KM,
+    Distances,
+    euclidean_distances,
+    graph_distances,
+    great_circle_distances,
+    ordinal_distances,
+    read_distances,
+    table_distances,
 )
 from pramkit.errors import ParameterError
 

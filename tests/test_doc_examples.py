@@ -54,7 +54,6 @@ from types import ModuleType
 from typing import Callable
 
 import pytest
-
 from conftest import SDC_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,6 +172,7 @@ def _rules(folder: Path) -> None:
 
 def _census_codebook(folder: Path) -> None:
     import pandas as pd
+
     from pramkit.datasets import CENSUS_VARIABLES
     rows = [(v, c) for v in ("sex", "age", "marital_status") for c in CENSUS_VARIABLES[v]]
     pd.DataFrame(rows, columns=["variable", "category"]).to_csv(folder / "census-codebook.csv", index=False)

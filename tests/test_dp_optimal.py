@@ -16,13 +16,21 @@ from scipy.spatial import HalfspaceIntersection
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.design.dp.optimal import (
-    binary_optimal_q, dp_constraints, dp_optimal, dp_optimal_for_column, is_dp_feasible, prop32_holds,
-    solve_form8, symmetric_interval, symmetric_optimal_q, v, vertex_patterns,
+    binary_optimal_q,
+    dp_constraints,
+    dp_optimal,
+    dp_optimal_for_column,
+    is_dp_feasible,
+    prop32_holds,
+    solve_form8,
+    symmetric_interval,
+    symmetric_optimal_q,
+    v,
+    vertex_patterns,
 )
 from pramkit.errors import PramkitError
 from pramkit.information import form8_objective, mutual_information_form8
 from pramkit.matrix import PramMatrix
-
 
 # -- independent reference: every vertex of {C q <= b} by brute force -------------------------
 

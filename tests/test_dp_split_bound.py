@@ -11,12 +11,12 @@ import math
 
 import numpy as np
 import pytest
+from test_dp_optimal import every_arrangement
 
 from pramkit.design.dp.optimal import LEVEL_TOL, dp_optimal, solve_form8, vertex_patterns
 from pramkit.design.dp.split_bound import _best_singles, _minimise, _Problem, bound_split
 from pramkit.errors import ParameterError
 from pramkit.information import form8_objective, mutual_information_form8
-from test_dp_optimal import every_arrangement
 
 
 def random_p(rng, s, kind):

@@ -17,17 +17,23 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy.optimize import minimize
+from test_epsilon_budget import BITS, exp_enclosure, ratio_vs_exp
 
 from pramkit.design.dp.optimal import dp_optimal
 from pramkit.design.dp.variance import (
-    REGIONS, _Constants, _evaluator, dp_min_variance, form8_l2_loss, form8_variances, per_record_variance,
-    rr_keep_probability, variance_lower_bound,
+    REGIONS,
+    _Constants,
+    _evaluator,
+    dp_min_variance,
+    form8_l2_loss,
+    form8_variances,
+    per_record_variance,
+    rr_keep_probability,
+    variance_lower_bound,
 )
 from pramkit.errors import PramkitError
 from pramkit.estimate import moment_estimate
 from pramkit.utility import l2_loss
-from test_epsilon_budget import BITS, exp_enclosure, ratio_vs_exp
-
 
 # -- references ---------------------------------------------------------------------------------
 

@@ -23,8 +23,8 @@ from conftest import assert_refused, sdnist_benchmark
 
 import pramkit
 from pramkit.engine.receipt import check_chain, read_receipt
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 

@@ -26,10 +26,10 @@ from scipy.special import xlogy
 import pramkit
 from pramkit import PramMatrix
 from pramkit.design.classic import randomized_response
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimationWarning, mle, mle_estimate, moment_estimate
 from pramkit.estimate.chain import ManifestChain
+from pramkit.kernel.rng import SecretKey
 
 ROOT = Path(__file__).resolve().parents[1]
 NIST = ROOT.parent / "shared" / "data" / "nist-crc"

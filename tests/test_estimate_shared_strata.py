@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import pramkit
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
+from pramkit.kernel.rng import SecretKey
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
 

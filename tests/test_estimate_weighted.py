@@ -17,11 +17,11 @@ import pytest
 from pramkit import Manifest, PramMatrix
 from pramkit.cli import main
 from pramkit.engine.perturb import perturb_codes
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import estimate_table
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.estimate.weighted import Replicates
+from pramkit.kernel.rng import SecretKey
 
 EUSILC = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro" / "eusilc_laeken.csv"
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore:The inplace keyword",

@@ -17,15 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.distances import Distances, euclidean_distances, great_circle_distances, ordinal_distances
 from pramkit.design.metric.mechanisms import exponential_mechanism, row_measures
-from pramkit.privacy.metric import metric_epsilon
+from pramkit.distances import Distances, euclidean_distances, great_circle_distances, ordinal_distances
 from pramkit.engine import realised_law
+from pramkit.engine.perturb import perturb_codes
+from pramkit.engine.sampling import ExponentialSampler, sampler_for, words_of
 from pramkit.errors import ManifestError
 from pramkit.manifest import PerturbedVariable, _variable_from_dict
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import perturb_codes
-from pramkit.engine.sampling import ExponentialSampler, sampler_for, words_of
+from pramkit.privacy.metric import metric_epsilon
 
 
 def _dense_formula(rate: float, d: np.ndarray) -> np.ndarray:

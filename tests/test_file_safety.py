@@ -29,10 +29,10 @@ from pramkit import atomic
 from pramkit import io as pio
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
-from pramkit.manifest import Manifest
 from pramkit.engine.perturb import apply_file
 from pramkit.engine.receipt import check_release, receipt_path
 from pramkit.kernel.rng import SecretKey
+from pramkit.manifest import Manifest
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 FORMATS = ["csv", "parquet", "dta", "sav"]

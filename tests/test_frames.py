@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 
 import pramkit
 from pramkit import Manifest, PramMatrix
-from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.codebook import spelling_clash
+from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.engine.perturb import TablePerturber, perturb_codes, release_key
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import iter_batches
+from pramkit.kernel.rng import SecretKey
 
 KEY = SecretKey(bytes(range(32)), "test key")
 

@@ -21,26 +21,39 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from pramkit.datasets import CENSUS_AREAS, census, census_areas
-from pramkit.design.dp import distance as dp_distance
-from pramkit.design.metric import mechanisms as geo
 from pramkit.design.classic import randomized_response
-from pramkit.distances import (
-    Distances, euclidean_distances, graph_distances, ordinal_distances, table_distances,
-)
+from pramkit.design.dp import distance as dp_distance
 from pramkit.design.dp.distance import (
-    distance_dual_bound, distance_information_path, dp_distance_information, dp_min_distance, greedy_spanner,
-    metric_dual_bound, metric_min_distance,
+    distance_dual_bound,
+    distance_information_path,
+    dp_distance_information,
+    dp_min_distance,
+    greedy_spanner,
+    metric_dual_bound,
+    metric_min_distance,
 )
+from pramkit.design.metric import mechanisms as geo
 from pramkit.design.metric.mechanisms import (
-    build_distance, build_metric, compare_with_rr, exponential_mechanism, geo_utility, rr_utility,
+    build_distance,
+    build_metric,
+    compare_with_rr,
+    exponential_mechanism,
+    geo_utility,
+    rr_utility,
     truncated_geometric,
 )
 from pramkit.design.registry import FAMILIES
+from pramkit.distances import (
+    Distances,
+    euclidean_distances,
+    graph_distances,
+    ordinal_distances,
+    table_distances,
+)
 from pramkit.errors import ParameterError, PramkitError
 from pramkit.information import mutual_information
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.metric import metric_epsilon
-
 
 # -- independent references ----------------------------------------------------------------------
 

@@ -22,12 +22,12 @@ from scipy.stats import binomtest, norm
 
 from pramkit import SecretKey
 from pramkit.datasets import census_areas
-from pramkit.distances import Distances, euclidean_distances
 from pramkit.design.dp.distance import dp_min_distance
 from pramkit.design.metric.mechanisms import exponential_mechanism, row_measures
+from pramkit.distances import Distances, euclidean_distances
+from pramkit.engine.perturb import perturb_codes, sampler_for
 from pramkit.estimate import TableEstimate, mle_estimate, moment_estimate
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import perturb_codes, sampler_for
 from pramkit.report.build import Weights
 
 AREAS = 25

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pramkit.errors import DataError, ParameterError, PramkitError
 import pramkit.privacy.geometric as geometric
+from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.privacy.geometric import (
     MIN_GAMMA,
     DPCounts,

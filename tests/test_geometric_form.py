@@ -11,11 +11,11 @@ import pytest
 from scipy.stats import chisquare
 
 from pramkit import Manifest, PramMatrix
-from pramkit.manifest import PerturbedVariable
 from pramkit.engine.perturb import perturb_codes
-from pramkit.privacy.epsilon import matrix_epsilon
-from pramkit.kernel.rng import SecretKey
 from pramkit.engine.sampling import GeometricSampler
+from pramkit.kernel.rng import SecretKey
+from pramkit.manifest import PerturbedVariable
+from pramkit.privacy.epsilon import matrix_epsilon
 
 KEY = SecretKey(b"geometric form test key 32 bytes", "test")
 
@@ -88,8 +88,8 @@ def test_the_metric_family_stores_a_geometric_design_by_its_rate(s):
     so the engine samples the formula itself (pramkit.engine.realised_law: exact)."""
     import pandas as pd
 
-    from pramkit.release.pipeline import design_release
     from pramkit.engine import realised_law
+    from pramkit.release.pipeline import design_release
 
     cats = [f"b{i:05d}" for i in range(s)]
     d = pd.DataFrame({"v": np.array(cats)[np.random.default_rng(2).integers(0, s, 50_000)]})

@@ -18,19 +18,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import SDC_DATA
 
 import pramkit
 from pramkit import _json, atomic
 from pramkit import io as pio
 from pramkit.cli import build_parser, main
 from pramkit.design.classic import randomized_response
+from pramkit.engine.receipt import receipt_path
 from pramkit.errors import PramkitError, WriteError
 from pramkit.estimate import table as etable
 from pramkit.manifest import Manifest
-from pramkit.engine.receipt import receipt_path
 from pramkit.risk.household import household_risk, kept_posterior
-
-from conftest import SDC_DATA
 
 
 def digests(folder: Path) -> dict[str, str]:

@@ -7,8 +7,8 @@ import pytest
 
 from pramkit.errors import PramkitError
 from pramkit.information import entropy, mutual_information, mutual_information_form8
-from pramkit.validate import probabilities as check_probabilities
 from pramkit.matrix import PramMatrix
+from pramkit.validate import probabilities as check_probabilities
 
 
 def _direct(p, q):

@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from conftest import SDC_DATA, assert_refused
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SDC_DATA, assert_refused
 from pramkit.cli import main
 from pramkit.engine.receipt import receipt_path, write_receipt
 from pramkit.errors import DataError, ParameterError

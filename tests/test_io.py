@@ -15,10 +15,10 @@ import pytest
 from pramkit import io as pio
 from pramkit.codebook import categories_of
 from pramkit.design.classic import randomized_response
-from pramkit.errors import DataError, OutputExistsError, PramkitError
-from pramkit.manifest import Manifest
 from pramkit.engine.perturb import apply_file
+from pramkit.errors import DataError, OutputExistsError, PramkitError
 from pramkit.kernel.rng import SecretKey
+from pramkit.manifest import Manifest
 
 
 def sha(path: Path) -> str:

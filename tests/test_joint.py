@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from pramkit.engine.perturb import apply_file, perturb_frame
 from pramkit.errors import DataError, ManifestError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import apply_file, perturb_frame
 
 CELLS = [(r, s) for r, s in itertools.product([1, 2, 3], ["m", "f"])]
 

@@ -28,8 +28,8 @@ from pramkit.cli import main
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.bistochastic.families import k_anonymity, with_floor
 from pramkit.design.classic import randomized_response
-from pramkit.kernel.rng import SecretKey
 from pramkit.estimate import EstimationWarning
+from pramkit.kernel.rng import SecretKey
 from pramkit.ledger import release_guarantee
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import PramMatrix

@@ -14,14 +14,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.kernel import _kernels
 from pramkit.codebook import Codebook
+from pramkit.engine.sampling import (
+    SHIFT,
+    AliasSampler,
+    CumulativeSampler,
+    DiagonalSampler,
+    GeometricSampler,
+    release,
+    words_of,
+)
 from pramkit.errors import DataError
+from pramkit.kernel import _kernels
+from pramkit.kernel.utf8 import HEAD, PAD, Utf8Labels, label_records
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.law import dense_units, form8_units
-from pramkit.engine.sampling import (SHIFT, AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release,
-                              words_of)
-from pramkit.kernel.utf8 import HEAD, PAD, Utf8Labels, label_records
 
 TEXT_TYPES = [pa.string(), pa.large_string()]
 TEXT_IDS = ["string", "large_string"]

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
-from pramkit.kernel.rng import MIN_DISTINCT_BYTES, SecretKey, key_check, key_material, write_key_file
 from pramkit.errors import KeyFileError
+from pramkit.kernel.rng import MIN_DISTINCT_BYTES, SecretKey, key_check, key_material, write_key_file
 from pramkit.manifest import Manifest
 
 RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'

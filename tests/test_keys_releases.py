@@ -23,9 +23,9 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file, perturb_frame, release_key
 from pramkit.engine.receipt import read_receipt, release_digest
-from pramkit.kernel.rng import SecretKey, uniforms, write_key_file
 from pramkit.engine.shuffle import permutation
 from pramkit.errors import ParameterError
+from pramkit.kernel.rng import SecretKey, uniforms, write_key_file
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.release.frequencies import dp_frequencies

@@ -18,15 +18,15 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import SDC_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SDC_DATA
 from pramkit.cli import main
 from pramkit.codebook import Codebook, categories_of, label_key, sort_labels, spelling_clash
 from pramkit.counts import count_file
-from pramkit.release.pipeline import design_release
 from pramkit.errors import DataError
+from pramkit.release.pipeline import design_release
 from pramkit.risk.frequencies import key_table
 
 COLUMNS = ["db040", "hsize", "rb090", "pl030", "rb050"]

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pramkit.design.measures import information_kept
 from pramkit.distances import Distances, euclidean_distances, ordinal_distances
 from pramkit.errors import ManifestError
-from pramkit.design.measures import information_kept
 from pramkit.information import mutual_information
 from pramkit.manifest import Manifest
 from pramkit.matrix import FORMS, PramMatrix, Provenance

@@ -56,8 +56,8 @@ def _files(folder: Path, rows: int) -> dict[str, str]:
 
     from pramkit.design.classic import randomized_response
     from pramkit.engine.perturb import apply_file
-    from pramkit.swap.census import census_households
     from pramkit.manifest import Manifest, PerturbedVariable
+    from pramkit.swap.census import census_households
 
     frame = census_households(rows, seed=5)
     frame["weight"] = 1.0 + (frame["hid"].to_numpy() % 7) / 10

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pramkit import atomic
 from pramkit.cli import main
@@ -27,9 +28,9 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.design.nested import composed_epsilon, derive_matrix, enumerated_vertices, law_units, vertices
 from pramkit.engine.perturb import perturb_frame
-from pramkit.kernel.rng import SecretKey
-from pramkit.estimate.table import estimate_table
 from pramkit.errors import ManifestError, ParameterError
+from pramkit.estimate.table import estimate_table
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.exact import exp_lower

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pytest
 from scipy import stats
 
+from pramkit.engine.perturb import perturb_codes, perturb_frame
+from pramkit.engine.sampling import AliasSampler, DiagonalSampler, sampler_for
 from pramkit.errors import DataError
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import perturb_codes, perturb_frame
-from pramkit.kernel.rng import SecretKey
-from pramkit.engine.sampling import AliasSampler, DiagonalSampler, sampler_for
 
 DRAWS_PER_ROW = 400_000
 ALPHA = 1e-4  # family-wise level of the goodness-of-fit tests

@@ -19,10 +19,10 @@ import pyarrow as pa
 import pytest
 
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
-from pramkit.kernel import _kernels
-from pramkit.kernel.utf8 import Utf8Labels
 from pramkit.errors import DataError, PramkitError
 from pramkit.frames import PolarsText
+from pramkit.kernel import _kernels
+from pramkit.kernel.utf8 import Utf8Labels
 
 pl = pytest.importorskip("polars")
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.kernel import _kernels
 from pramkit.engine.perturb import perturb_codes, perturb_frame
+from pramkit.kernel import _kernels
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 

@@ -20,12 +20,12 @@ import pytest
 from pramkit import Manifest
 from pramkit.cli import main
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.release.pipeline import design_planned, design_release
-from pramkit.release.plan import plan_release
 from pramkit.design.registry import FAMILIES
 from pramkit.errors import ParameterError
 from pramkit.ledger import Ledger, split_within
 from pramkit.privacy.epsilon import matrix_epsilon
+from pramkit.release.pipeline import design_planned, design_release
+from pramkit.release.plan import plan_release
 
 VARS = ["age", "sex", "marital_status"]
 CODEBOOK = {v: CENSUS_VARIABLES[v] for v in VARS}

@@ -19,13 +19,12 @@ from scipy.stats import chisquare
 
 import pramkit
 import pramkit.privacy.law as law_module
-from pramkit.engine import sampling
-from pramkit.engine import DENOMINATOR, realised_law
+from pramkit.engine import DENOMINATOR, realised_law, sampling
+from pramkit.engine.perturb import perturb_codes
+from pramkit.engine.sampling import GeometricSampler, sampler_for
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import perturb_codes
-from pramkit.kernel.rng import SecretKey
-from pramkit.engine.sampling import GeometricSampler, sampler_for
 from pramkit.privacy.exact import within_budget
 
 KEY = SecretKey(bytes(range(32)), "test key")
@@ -375,7 +374,6 @@ def test_an_lp_output_of_mass_1e_15_is_realised_within_the_budget():
     import random
 
     import pandas as pd
-
     from conftest import SDC_DATA
 
     if not SDC_DATA.is_dir():

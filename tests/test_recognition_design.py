@@ -11,13 +11,21 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from pramkit.recognition import reductions as red
-from pramkit.recognition.design import (
-    RecognitionDesign, check_alpha, combinations_of, key_space, l2_and_gradient, recognition_design,
-    recognition_design_from_data, uniform_loss, uniform_noise_baseline, uniform_worst_posterior,
-)
 from pramkit.errors import DataError, PramkitError
 from pramkit.matrix import PramMatrix
+from pramkit.recognition import reductions as red
+from pramkit.recognition.design import (
+    RecognitionDesign,
+    check_alpha,
+    combinations_of,
+    key_space,
+    l2_and_gradient,
+    recognition_design,
+    recognition_design_from_data,
+    uniform_loss,
+    uniform_noise_baseline,
+    uniform_worst_posterior,
+)
 from pramkit.risk.posterior import worst_posterior
 from pramkit.utility import l2_loss
 

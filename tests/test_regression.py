@@ -23,9 +23,9 @@ from scipy import optimize
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import perturb_codes
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.regression import corrected_regression
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 

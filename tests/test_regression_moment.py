@@ -26,10 +26,10 @@ from conftest import SDC_DATA
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import perturb_codes
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError
 from pramkit.estimate.regression import _problem, corrected_regression
 from pramkit.estimate.regression_moment import moment_fit
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 

@@ -18,19 +18,19 @@ from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
 from pramkit.cli import main
 from pramkit.datasets import census, census_areas
 from pramkit.design.classic import randomized_response
-from pramkit.distances import read_distances
 from pramkit.design.dp.distance import dp_min_distance
 from pramkit.design.metric.mechanisms import truncated_geometric
-from pramkit.release.pipeline import design_release
+from pramkit.distances import read_distances
+from pramkit.engine.receipt import write_receipt
 from pramkit.errors import DataError, OutputExistsError, ParameterError
 from pramkit.information import entropy, mutual_information
 from pramkit.io import read_table, sha256_of, write_table
 from pramkit.ledger import Ledger
 from pramkit.manifest import PerturbedVariable
-from pramkit.privacy.geometric import dp_counts
 from pramkit.privacy.bistochastic import bistochastic_privacy
 from pramkit.privacy.epsilon import matrix_epsilon
-from pramkit.engine.receipt import write_receipt
+from pramkit.privacy.geometric import dp_counts
+from pramkit.release.pipeline import design_release
 from pramkit.report import build_public_report, build_report, render_html, write_report
 from pramkit.report.html import fmt
 from pramkit.risk.identification import identification_risk
@@ -455,8 +455,8 @@ def test_the_figures_place_their_labels_inside_and_apart(geo: dict) -> None:
     """The reports' figures set their margins from their labels (no layout engine): with the census's
     bands, the EU-SILC-like long and non-ASCII labels, a missing category, 2 to 60 categories, every
     label stays inside the figure and off the axes."""
-    from pramkit.report.plots import frequency_figure, heatmap_figure
     from pramkit.report.build import VariableUtility
+    from pramkit.report.plots import frequency_figure, heatmap_figure
     from pramkit.utility import privacy_utility_curve
     from pramkit.utility.curve import curve_figure
 

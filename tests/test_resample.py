@@ -27,9 +27,9 @@ from pramkit import Manifest, PramMatrix
 from pramkit.cli import main
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.classic import randomized_response
-from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.errors import DataError, ParameterError, PramkitWarning
 from pramkit.io import read_table
+from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.manifest import PerturbedVariable
 from pramkit.resample import resample_key, resample_release
 from pramkit.structure import Rules

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pramkit import Manifest, PramMatrix, perturb_frame
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import read_table
+from pramkit.kernel.rng import SecretKey
 from pramkit.release.choices import DesignChoices
 from pramkit.risk.expected import ProblemSet, expected_release, released_unique_probability
 from pramkit.risk.folding import axis_categories, fold, perturbation

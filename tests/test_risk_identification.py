@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from pramkit.design.classic import randomized_response
+from pramkit.engine.perturb import perturb_codes
 from pramkit.errors import PramkitError
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import perturb_codes
 from pramkit.risk.frequencies import frequencies
 from pramkit.risk.identification import identification_risk
 from pramkit.risk.loglinear import fit_loglinear

@@ -5,14 +5,19 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pramkit.errors import PramkitError
-import pandas as pd
-
 from pramkit.risk.identification import identification_risk
 from pramkit.risk.loglinear import (
-    Watch, fit_loglinear, fit_loglinear_misclassified, geometric_tail, parse_model, pull, push,
+    Watch,
+    fit_loglinear,
+    fit_loglinear_misclassified,
+    geometric_tail,
+    parse_model,
+    pull,
+    push,
 )
 from pramkit.risk.misclassified import cell_risk
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import pramkit
 from pramkit import Manifest, PramMatrix
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
+from pramkit.kernel.rng import SecretKey
 from pramkit.risk.matches import expected_matches
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"

@@ -46,8 +46,8 @@ def test_cli_risk_json(tmp_path, capsys):
 
 def test_cli_risk_with_manifest(tmp_path, capsys, key):
     from pramkit.design.classic import randomized_response
-    from pramkit.manifest import Manifest
     from pramkit.engine.perturb import perturb_codes
+    from pramkit.manifest import Manifest
 
     rng = np.random.default_rng(1)
     a = rng.integers(0, 4, 120)

@@ -9,9 +9,9 @@ import pytest
 
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
+from pramkit.engine.perturb import apply_file
 from pramkit.io import read_table
 from pramkit.manifest import Manifest
-from pramkit.engine.perturb import apply_file
 from pramkit.risk.identification import identification_risk
 
 FIELDS = ("n", "cells", "combinations", "sample_uniques", "sample_doubles", "excluded", "fitted_to")

@@ -15,10 +15,10 @@ import pramkit.risk.identification as identification_module
 import pramkit.risk.misclassified as misclassified_module
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
+from pramkit.engine.perturb import perturb_codes
 from pramkit.errors import DataError, PramkitError
 from pramkit.io import read_table
 from pramkit.manifest import Manifest
-from pramkit.engine.perturb import perturb_codes
 from pramkit.risk.fractions import sampling_fractions
 from pramkit.risk.identification import identification_risk
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pramkit._json import to_jsonable
-from pramkit.privacy.law import integer_epsilon
 from pramkit.errors import DataError
+from pramkit.privacy.law import integer_epsilon
 from pramkit.public_inputs import read_prior
 
 

@@ -22,10 +22,10 @@ import pramkit.engine.shuffle as shuffle_module
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file, release_key
-from pramkit.kernel.rng import SecretKey
 from pramkit.engine.shuffle import permutation
 from pramkit.errors import WriteError
 from pramkit.io import read_table, sha256_of
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest
 
 

@@ -8,14 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from _requires import require_spark  # noqa: E402
 
 from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file
 from pramkit.manifest import Manifest, PerturbedVariable
-
-from _requires import require_spark  # noqa: E402
 
 require_spark()
 

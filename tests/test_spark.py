@@ -8,16 +8,15 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from _requires import require_spark  # noqa: E402
 
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
+from pramkit.engine.perturb import apply_file
 from pramkit.io import write_table
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.engine.perturb import apply_file
-from pramkit.kernel.rng import SecretKey
-
-from _requires import require_spark  # noqa: E402
 
 require_spark()
 

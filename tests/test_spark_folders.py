@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import SDC_DATA
+
 from pramkit.cli import main
 
 if os.environ.get("PRAMKIT_REQUIRE_SPARK"):

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _requires import require_spark  # noqa: E402
 
 from pramkit import counts
 from pramkit.cli import main
-
-from _requires import require_spark  # noqa: E402
 
 require_spark()
 
@@ -309,9 +308,9 @@ def test_swap_on_spark_swaps_the_records_the_local_engine_swaps(spark, silc, key
     """The same records in the same order from several input splits (a small split size) and from one (the
     command, at Spark's default split size of 128 MB: the file is 2.6 MB; a library run at that size too
     was one more Spark swap through the same code)."""
-    from pramkit.swap.spark import swap_file_spark
-    from pramkit.swap.run import plan_swap, swap_file
     from pramkit.io import read_table
+    from pramkit.swap.run import plan_swap, swap_file
+    from pramkit.swap.spark import swap_file_spark
 
     plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
     local = swap_file(silc, plan, tmp_path / "local.csv", key=key_file)
@@ -339,8 +338,8 @@ def test_a_spark_swap_that_fails_while_writing_leaves_the_earlier_release(spark,
     is left beside them, the input is unchanged."""
     import pramkit.swap.spark as spark_swap
     from pramkit.engine.receipt import receipt_path
-    from pramkit.swap.run import plan_swap
     from pramkit.errors import WriteError
+    from pramkit.swap.run import plan_swap
 
     plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
     out = tmp_path / "swapped.csv"

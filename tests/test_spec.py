@@ -502,8 +502,8 @@ def test_a_setting_given_as_spec_to_the_workflow_function_is_refused_alike(spec:
 
 def test_settings_as_a_spec_and_as_keywords_are_refused(tmp_path: Path) -> None:
     from pramkit import apply_file
-    from pramkit.swap import plan_swap, swap_file
     from pramkit.errors import ParameterError
+    from pramkit.swap import plan_swap, swap_file
 
     cases = [
         (lambda: apply_file("d.csv", "m.json", tmp_path / "o.csv", chunk_rows=5, shuffle=True, spec=ApplySpec()),

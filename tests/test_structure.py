@@ -18,11 +18,11 @@ import pytest
 
 from pramkit import Manifest, PramMatrix
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.release.pipeline import design_planned, design_release
-from pramkit.release.plan import plan_release
+from pramkit.engine.perturb import perturb_frame
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import mutual_information
-from pramkit.engine.perturb import perturb_frame
+from pramkit.release.pipeline import design_planned, design_release
+from pramkit.release.plan import plan_release
 from pramkit.structure import Rules, cells_and_blocks, read_rules
 
 KEY = b"structure-test-key-0123456789abcdef"

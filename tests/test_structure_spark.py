@@ -8,14 +8,13 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from _requires import require_spark  # noqa: E402
 
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.release.pipeline import design_release
-from pramkit.io import write_table
 from pramkit.engine.perturb import apply_file
+from pramkit.io import write_table
 from pramkit.kernel.rng import SecretKey
-
-from _requires import require_spark  # noqa: E402
+from pramkit.release.pipeline import design_release
 
 require_spark()
 

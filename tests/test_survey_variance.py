@@ -16,13 +16,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SDC_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SDC_DATA
 from pramkit.errors import DataError, ParameterError
-from pramkit.estimate.survey import (CellTotals, SurveyDesign, linearized_covariance, replicate_covariance,
-                                     stratum_parts)
+from pramkit.estimate.survey import CellTotals, SurveyDesign, linearized_covariance, replicate_covariance, stratum_parts
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)     # samplics announces that it is archived

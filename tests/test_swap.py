@@ -15,7 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pramkit.errors import DataError, ManifestError, ParameterError
+from pramkit.io import read_table, sha256_of
 from pramkit.kernel.rng import SecretKey
+from pramkit.manifest import Manifest
+from pramkit.privacy.epsilon import matrix_epsilon
 from pramkit.swap import (
     plan_swap,
     random_swap_epsilon,
@@ -27,10 +31,6 @@ from pramkit.swap import (
 )
 from pramkit.swap.census import census_households
 from pramkit.swap.core import draw_swaps
-from pramkit.errors import DataError, ManifestError, ParameterError
-from pramkit.io import read_table, sha256_of
-from pramkit.manifest import Manifest
-from pramkit.privacy.epsilon import matrix_epsilon
 
 
 def households(n: int, areas: int, regions: int, seed: int = 1) -> pd.DataFrame:

@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 
 from pramkit import atomic
 from pramkit.cli import main
+from pramkit.errors import ParameterError
 from pramkit.kernel.rng import SecretKey
+from pramkit.manifest import Manifest
 from pramkit.swap import (
     partners_table,
     plan_swap,
@@ -34,8 +36,6 @@ from pramkit.swap import (
 )
 from pramkit.swap.census import census_households
 from pramkit.swap.core import draw_swaps
-from pramkit.errors import ParameterError
-from pramkit.manifest import Manifest
 
 #: NUTS 1 of Austria, the level above eusilc's regions (db040): East, South and West Austria.
 NUTS1 = {"Burgenland": "AT1", "Lower Austria": "AT1", "Vienna": "AT1", "Carinthia": "AT2", "Styria": "AT2",

@@ -22,8 +22,8 @@ import pytest
 
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
 from pramkit.datasets import census
-from pramkit.kernel.utf8 import Utf8Labels
 from pramkit.errors import PramkitError
+from pramkit.kernel.utf8 import Utf8Labels
 
 pl = pytest.importorskip("polars")
 

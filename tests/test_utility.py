@@ -20,8 +20,14 @@ from pramkit.errors import MatrixError, OutputExistsError, PramkitError
 from pramkit.estimate import moment_estimate
 from pramkit.information import mutual_information
 from pramkit.utility import (
-    distances, hellinger, kl_divergence, l2_loss, plot_privacy_utility, privacy_utility_curve,
-    total_variation, variance_inflation,
+    distances,
+    hellinger,
+    kl_divergence,
+    l2_loss,
+    plot_privacy_utility,
+    privacy_utility_curve,
+    total_variation,
+    variance_inflation,
 )
 
 

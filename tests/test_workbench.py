@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from _manifests import comparable
 
 from pramkit.cli import main
-from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.errors import Cancelled, OutputExistsError, ParameterError, PramkitError
+from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.progress import watching
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench

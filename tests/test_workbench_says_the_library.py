@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from pramkit.cli import main
-from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.errors import OutputExistsError, ParameterError
+from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench
 from pramkit.workbench import export as export_module

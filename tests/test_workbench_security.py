@@ -14,8 +14,8 @@ import pytest
 
 from pramkit.cli import main
 from pramkit.datasets import CENSUS_VARIABLES
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
+from pramkit.kernel.rng import SecretKey
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.errors import OutputExistsError, ParameterError
+from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench
 

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import PramkitWarning
 from pramkit.estimate import EstimationWarning
+from pramkit.kernel.rng import SecretKey
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench
 from pramkit.workbench.heard import heard

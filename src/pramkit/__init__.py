@@ -79,8 +79,8 @@ if TYPE_CHECKING:  # what type checkers read: the names below, with their types 
     from pramkit.engine.perturb import apply_file as apply_file
     from pramkit.engine.perturb import perturb_codes as perturb_codes
     from pramkit.engine.perturb import perturb_frame as perturb_frame
-    from pramkit.kernel.rng import SecretKey as SecretKey
     from pramkit.estimate import estimate_table as estimate_table
+    from pramkit.kernel.rng import SecretKey as SecretKey
     from pramkit.ledger import Ledger as Ledger
     from pramkit.manifest import Manifest as Manifest
     from pramkit.manifest import PerturbedVariable as PerturbedVariable

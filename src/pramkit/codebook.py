@@ -33,9 +33,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pramkit.errors import DataError
 from pramkit.kernel import _kernels
 from pramkit.kernel.utf8 import Utf8Labels, is_utf8, pool_array
-from pramkit.errors import DataError
 from pramkit.labels import Label
 
 MISSING = -1

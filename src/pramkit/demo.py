@@ -44,10 +44,10 @@ from pramkit.atomic import PathLike, make_folder, signals_deferred, temporary, w
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
 from pramkit.engine.perturb import ApplyResult, apply_file
 from pramkit.engine.receipt import receipt_path
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError, WriteError
 from pramkit.estimate import estimate_table
 from pramkit.io import write_table
+from pramkit.kernel.rng import SecretKey
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place

@@ -459,8 +459,6 @@ from pramkit.cli.design import DerivedOutput, MatrixOutput, ReleaseOutput  # noq
 from pramkit.cli.inspect import InspectedVariable, InspectOutput, PrintedLabel  # noqa: E402
 from pramkit.cli.reproduce import ReproduceOutput  # noqa: E402
 from pramkit.engine.perturb import ApplyResult, VariableSummary  # noqa: E402
-from pramkit.swap.compare import CompareResult, MethodFigures  # noqa: E402
-from pramkit.swap.run import SwapResult  # noqa: E402
 from pramkit.estimate.regression import RegressionResult  # noqa: E402
 from pramkit.estimate.regression_moment import ResidualCheck  # noqa: E402
 from pramkit.estimate.table import EstimatedCell, EstimateJSON  # noqa: E402
@@ -474,6 +472,8 @@ from pramkit.risk.identification import RiskResult  # noqa: E402
 from pramkit.risk.kanonymity import KAnonymityJSON  # noqa: E402
 from pramkit.risk.suda import SudaJSON  # noqa: E402
 from pramkit.suppress import SuppressionResult  # noqa: E402
+from pramkit.swap.compare import CompareResult, MethodFigures  # noqa: E402
+from pramkit.swap.run import SwapResult  # noqa: E402
 from pramkit.synthesize import SynthesisResult  # noqa: E402
 
 #: A number printed finite, never ``"inf"`` nor null (a figure computed from counts, a time).

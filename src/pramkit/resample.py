@@ -70,9 +70,9 @@ from pramkit.codebook import (
     spelling_error,
 )
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError, PramkitWarning
 from pramkit.estimate.axes import contract
+from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
 from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix

@@ -58,10 +58,10 @@ import pyarrow as pa
 
 from pramkit.codebook import canonical, sort_labels, spelling_clash, spelling_error
 from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.kernel import _kernels
-from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import pandas_table
+from pramkit.kernel import _kernels
+from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
 from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query

@@ -32,8 +32,8 @@ except ModuleNotFoundError as exc:
 from pramkit.app import fields
 from pramkit.app.live import live_panel
 from pramkit.app.ui import error_box, png, warnings_box
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
+from pramkit.kernel.rng import SecretKey
 from pramkit.progress import TimeLeft, watching
 from pramkit.workbench import DesignChoices, Workbench
 

@@ -86,8 +86,8 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     from pramkit.audit.engine import engine_audit
     from pramkit.audit.manifest import manifest_audit, read_manifest
     from pramkit.engine.receipt import post_processing_of
-    from pramkit.kernel.rng import resolve_key
     from pramkit.errors import DataError, ManifestError
+    from pramkit.kernel.rng import resolve_key
     from pramkit.validate import csv_separator, text_encoding
 
     if original is not None and released is None:

@@ -36,8 +36,8 @@ from scipy import special
 from pramkit.audit.result import Check
 from pramkit.audit.stats import clopper_pearson
 from pramkit.engine.perturb import perturb_codes
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 

@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
     """
     import pandas as pd
 
+    from pramkit.io import read_table
     from pramkit.kernel.rng import SecretKey
     from pramkit.swap.compare import compare_swap
-    from pramkit.io import read_table
 
     plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None

@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pramkit.kernel.rng import SecretKey, resolve_key, words_at
 from pramkit.errors import ParameterError
+from pramkit.kernel.rng import SecretKey, resolve_key, words_at
 
 __all__ = ["NEW_IDS_STREAM", "ROWS_STREAM", "SHUFFLES", "new_ids"]
 

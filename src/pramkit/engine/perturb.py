@@ -36,9 +36,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
 from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
-from pramkit.kernel.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.engine.sampling import Sampler, release, sampler_for
-from pramkit.kernel.utf8 import pool_array
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import (
     CHUNK_ROWS,
@@ -49,6 +47,8 @@ from pramkit.io import (
     csv_dialect,
     require_columns,
 )
+from pramkit.kernel.rng import SecretKey, more_words, resolve_key, stream, words_at
+from pramkit.kernel.utf8 import pool_array
 from pramkit.labels import joint_cell
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix

@@ -33,8 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from pramkit.kernel.rng import SecretKey, stream, words_at
 from pramkit.errors import WriteError
+from pramkit.kernel.rng import SecretKey, stream, words_at
 
 #: The key's stream that orders the rows (a name no column can take: streams of variables are their names).
 SHUFFLE_STREAM = "\x00pramkit:row order"

@@ -64,11 +64,11 @@ from numpy.typing import ArrayLike
 from scipy.optimize import Bounds, LinearConstraint, minimize
 from scipy.sparse.linalg import LinearOperator
 
-from pramkit.recognition import reductions as red
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import PramMatrix, Provenance
+from pramkit.recognition import reductions as red
 from pramkit.risk.posterior import posterior_bound, worst_posterior
 from pramkit.risk.space import (
     SAFETY,

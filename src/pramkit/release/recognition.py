@@ -9,12 +9,12 @@ from typing import Any
 
 from pramkit._json import to_jsonable
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.recognition.design import Method
 from pramkit.errors import ParameterError
 from pramkit.information import mutual_information
 from pramkit.labels import joint_cell
 from pramkit.ledger import Ledger
 from pramkit.manifest import Manifest
+from pramkit.recognition.design import Method
 from pramkit.release.assemble import public_matrix
 from pramkit.release.plan import variable_names
 from pramkit.release.record import DesignRecord, Release

@@ -32,8 +32,8 @@ from pramkit.settings import flags as spec_flags
 from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number, Rule
 
 if TYPE_CHECKING:
-    from pramkit.recognition.design import Method
     from pramkit.kernel.rng import SecretKey
+    from pramkit.recognition.design import Method
     from pramkit.release.derive import DerivedRelease as Derived
     from pramkit.release.plan import ReleasePlan
     from pramkit.release.record import Release

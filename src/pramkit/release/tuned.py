@@ -58,8 +58,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
+from pramkit.kernel.rng import SecretKey
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.record import Release
 from pramkit.risk.matches import MatchRisk, expected_matches

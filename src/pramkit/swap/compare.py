@@ -35,15 +35,15 @@ import pandas as pd
 
 from pramkit.codebook import categories_of
 from pramkit.engine.perturb import perturb_frame
-from pramkit.kernel.rng import SecretKey, resolve_key
-from pramkit.swap.implied import random_swap_matrix
-from pramkit.swap.run import SwapPlan, swap_frame
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.identifiability import condition_number
 from pramkit.io import require_columns
+from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
+from pramkit.swap.implied import random_swap_matrix
+from pramkit.swap.run import SwapPlan, swap_frame
 
 
 class MethodFigures(TypedDict):

@@ -34,16 +34,16 @@ from pramkit._version import __version__
 from pramkit.atomic import check_writable, staged_bytes
 from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import receipt_path, receipt_text
-from pramkit.kernel.rng import SecretKey, resolve_key
-from pramkit.swap.core import DONOR_RULES, SwapDraw, draw_swaps
-from pramkit.swap.households import SwapHouseholds, read_households
-from pramkit.swap.implied import random_swap_matrix
 from pramkit.errors import ParameterError
 from pramkit.frames import pandas_table
 from pramkit.io import TableWriter, csv_dialect, iter_batches
+from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.ledger import Ledger, swapping_statement
 from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
 from pramkit.settings import only_spec
+from pramkit.swap.core import DONOR_RULES, SwapDraw, draw_swaps
+from pramkit.swap.households import SwapHouseholds, read_households
+from pramkit.swap.implied import random_swap_matrix
 
 #: Format name of a swap receipt.
 RECEIPT_FORMAT = "pramkit-swap-receipt"

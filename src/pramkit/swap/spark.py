@@ -21,13 +21,13 @@ import numpy as np
 import pyarrow as pa
 
 from pramkit.atomic import atomic_path, check_writable, staged_bytes
-from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.engine.spark.counts import _value
 from pramkit.engine.spark.files import _check_format, _dialected, _save, read, spark_charset
 from pramkit.engine.spark.perturb import _MONO, _numbered, _offsets, _row_numbers_of, _through_python
 from pramkit.engine.spark.session import _one_line_errors, session
 from pramkit.errors import DataError
 from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_dialect, csv_missing_codes
+from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.validate import SPARK_MASTER
 
 

@@ -26,10 +26,10 @@ import pandas as pd
 
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
 from pramkit.frames import pandas_table
 from pramkit.io import TableWriter
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest
 from pramkit.progress import progress
 from pramkit.release.choices import DesignChoices

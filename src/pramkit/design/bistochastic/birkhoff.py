@@ -34,8 +34,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
-from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.errors import DataError
+from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.bistochastic import require_bistochastic

@@ -38,9 +38,9 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.bistochastic.families import class_bounds
 from pramkit.design.classic import float_array
-from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import entropy
+from pramkit.kernel.rng import SecretKey, uniforms
 
 Family = Literal["blocks", "tridiagonal"]
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from pramkit.atomic import atomic_path, check_writable
 from pramkit.engine.perturb import ApplyResult, release_key
-from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.engine.spark.files import _check_format, _dialected, _save, read, spark_charset
 from pramkit.engine.spark.perturb import _numbered, _perturbed
 from pramkit.engine.spark.session import _one_line_errors, session
 from pramkit.engine.spark.shuffle import _in_key_order, smallest_group
 from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_dialect, csv_missing_codes
+from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.manifest import Manifest
 from pramkit.privacy.amplification import DEFAULT_DELTA
 

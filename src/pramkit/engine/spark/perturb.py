@@ -32,10 +32,10 @@ import pyarrow as pa
 
 from pramkit.codebook import MissingCodes
 from pramkit.engine.perturb import TablePerturber
-from pramkit.kernel.rng import SecretKey
 from pramkit.engine.spark.session import SparkEngineError, _one_line_errors, _quoted, _require_pyspark
 from pramkit.errors import DataError
 from pramkit.io import require_columns
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 
 from pramkit.codebook import MissingCodes
-from pramkit.kernel.rng import SecretKey
 from pramkit.engine.spark.perturb import _ORDER, _row_numbers_of, _with_row_numbers
 from pramkit.engine.spark.session import _one_line_errors, _quoted, _require_pyspark
+from pramkit.kernel.rng import SecretKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
