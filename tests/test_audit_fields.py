@@ -85,6 +85,9 @@ def releases(tmp_path_factory) -> dict[str, Any]:
                           "--out", d / "sw.csv", "--manifest", d / "sw.json", "--key-file", key)
     assert code == 0, out + err
     _ok("suppress", d / "o.csv", "--keys", "db040,rb090,age", "--k", "3", "--out", d / "sup.csv", *na)
+    _ok("design", d / "sup.csv", "--vars", "age,pl030", "--epsilon", "3", *design, "--suppressed-by",
+        d / "sup.csv.suppression.json", "--out", d / "supm.json")
+    _ok("apply", d / "sup.csv", "--manifest", d / "supm.json", "--out", d / "supr.csv", "--key-file", key, *na)
     return {"dir": d, "key": key}
 
 
@@ -106,6 +109,8 @@ CASES = {
     "swap manifest": ("sw.json", "manifest", {"manifest": "sw.json", "released": "sw.csv", "original": "households.csv"}),
     "swap receipt": ("sw.csv.receipt.json", "receipt",
                      {"manifest": "sw.json", "released": "sw.csv", "original": "households.csv"}),
+    "suppressed manifest": ("supm.json", "manifest",
+                            {"manifest": "supm.json", "released": "supr.csv", "original": "sup.csv"}),
     "suppression receipt": ("sup.csv.suppression.json", "suppression receipt",
                             {"manifest": "sup.csv.suppression.json", "released": "sup.csv", "original": "o.csv"}),
 }

@@ -56,7 +56,10 @@ FREQUENCY_SOURCES: tuple[str, ...] = ("dp_counts", "prior", "none", "exact")
 
 #: What kinds of value a release can show exactly (:class:`ExactFact`), in the order the sentence names them.
 FACT_KINDS: tuple[str, ...] = ("stratum", "block", "kept_code", "missing", "missing_code", "joint_missing",
-                               "stratum_missing", "unpaired", "rule_breaker", "household", "weights")
+                               "stratum_missing", "unpaired", "rule_breaker", "household", "weights", "suppressed")
+#: How local suppression counts a missing key value (``pramkit suppress --missing``), in words.
+MISSING_RULE_WORDS: dict[str, str] = {"own": "a missing value is a value of its own",
+                                      "any": "a missing value matches any value"}
 
 #: Where a variable's list of categories came from.
 CategorySource = Literal["declared", "prior", "data"]
@@ -84,8 +87,10 @@ class ExactFact:
         variable missing: its values are released unperturbed),
         ``"rule_breaker"`` (records that break an edit rule, released unperturbed) or
         ``"household"`` (the household id, released as it is; the household variables are
-        drawn once per household) or ``"weights"`` (sampling weight columns, released as they
-        are: a rare weight can single a person out).
+        drawn once per household), ``"weights"`` (sampling weight columns, released as they
+        are: a rare weight can single a person out) or ``"suppressed"`` (which key values local suppression
+        made missing before the perturbation, chosen from the whole file: its ``values`` are k, the rule for
+        a missing value, the keys released as they are and the stratum columns).
     variables : tuple of str
         The perturbed variables (or, for ``"stratum"`` and ``"household"``, the columns)
         the fact is about.
@@ -107,7 +112,7 @@ class ExactFact:
     >>> ExactFact("guessed", ("age",), "x")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'missing_code', 'joint_missing', 'stratum_missing', 'unpaired', 'rule_breaker', 'household', 'weights'), got 'guessed'
+    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'missing_code', 'joint_missing', 'stratum_missing', 'unpaired', 'rule_breaker', 'household', 'weights', 'suppressed'), got 'guessed'
     """
 
     kind: str
@@ -184,7 +189,7 @@ class ExactFact:
 
 
 #: Kinds of fact whose values are released unperturbed: no epsilon covers them (stated after the bound).
-_UNCOVERED_KINDS = ("stratum_missing", "unpaired", "rule_breaker", "weights")
+_UNCOVERED_KINDS = ("stratum_missing", "unpaired", "rule_breaker", "weights", "suppressed")
 
 
 def _tuples(x: Any) -> Any:
@@ -257,8 +262,56 @@ def fact_words(fact: ExactFact) -> str:
         return "records that break an edit rule are released unperturbed"
     if k == "household":
         return f"the household id {fact.column} (who lives with whom)"
+    if k == "suppressed":
+        least, rule, _, strata = fact.values
+        return (f"which values {suppression_fragment('keys', v)}, chosen by local suppression from the whole file "
+                f"before the perturbation so that every combination of the keys "
+                f"{suppression_fragment('k', least)}{suppression_fragment('strata', strata)} "
+                f"{suppression_fragment('missing', rule)}")
     return (f"the sampling weights ({fact.column}) are released as they are, and a rare weight can single a person "
             "out (pramkit risk --weights measures how far)")
+
+
+def suppression_fragment(field: str, value: Any) -> str:
+    """The words of the ``"suppressed"`` fact that state one setting of the manifest's ``input.suppression``
+    (``keys``, ``k``, ``missing``, ``strata``), so that the audit ties each to the guarantee sentence on its own.
+
+    Examples
+    --------
+    >>> f = ExactFact.of("suppressed", ["region", "age"], values=[3, "any", [], ["sex"]])
+    >>> [suppression_fragment(n, v) in f.reveals for n, v in
+    ...  (("keys", ["region", "age"]), ("k", 3), ("missing", "any"), ("strata", ["sex"]), ("k", 4))]
+    [True, True, True, True, False]
+    """
+    if field == "keys":
+        return f"of the keys {_and([str(x) for x in value])} are missing"
+    if field == "k":
+        return f"appeared at least {value} times"
+    if field == "missing":
+        return f"({MISSING_RULE_WORDS[value]})" if value in MISSING_RULE_WORDS else f"(the rule {value!r})"
+    return f" within each stratum of {_and([str(x) for x in value])}" if value else ""
+
+
+def suppression_words(fact: ExactFact) -> str:
+    """The sentences a ``"suppressed"`` fact adds after the bound: the epsilon is of the records after suppression,
+    and the keys released as they are keep k-anonymity in the released file (as
+    ``pramkit audit`` recounts it there).
+
+    Examples
+    --------
+    >>> f = ExactFact.of("suppressed", ["region", "age", "sex"], values=[3, "own", ["region", "sex"], []])
+    >>> suppression_words(f)
+    ' The epsilon is of the records after suppression. Every combination of region and sex, released as they are, appears at least 3 times in the released file (a missing value is a value of its own).'
+    >>> suppression_words(ExactFact.of("suppressed", ["age"], values=[2, "any", [], []]))
+    ' The epsilon is of the records after suppression.'
+    """
+    least, rule, exact, strata = fact.values
+    words = " The epsilon is of the records after suppression."
+    if exact:
+        within = f" within each stratum of {_and(strata)}" if strata else ""
+        words += (f" Every combination of {_and(exact)}, released as they are, appears at least {least} times{within} "
+                  f"in the released file ({MISSING_RULE_WORDS[rule]}).")
+    return words
 
 
 def kept_values(categories: Sequence[Any], blocks: Sequence[Any], given: int
@@ -514,7 +567,7 @@ class Ledger:
         lead = f"The released file shows exactly, as the original does: {exactly}; no epsilon covers that. " \
             if exactly else ""
         tail = "".join(f" {f.reveals[0].upper()}{f.reveals[1:]}: no epsilon covers them." for f in facts
-                       if not f.covered) + pair
+                       if not f.covered) + "".join(suppression_words(f) for f in facts if f.kind == "suppressed") + pair
         tail += "".join(f" The household variables {', '.join(f.variables)} are perturbed once per household "
                        f"({f.column}, released as it is): their epsilons, counted in every member's record epsilon, "
                        "bound what changing one household's values of them changes."

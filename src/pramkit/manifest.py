@@ -909,7 +909,19 @@ class Manifest:
         weights = self.input.get("weights") if isinstance(self.input, Mapping) else None
         if weights:
             facts.append(ExactFact.of("weights", (), column=", ".join(weights)))
+        suppression = self.input.get("suppression") if isinstance(self.input, Mapping) else None
+        if suppression:
+            facts.append(self._suppressed_fact(suppression))
         return facts
+
+    def _suppressed_fact(self, suppression: Mapping[str, Any]) -> ExactFact:
+        """The local suppression the data went through (``input.suppression``): the keys released as they are
+        keep k-anonymity in the released file, when no stratum of it is perturbed."""
+        perturbed = {c for v in self.variables for c in v.columns}
+        strata = tuple(suppression.get("strata") or ())
+        exact = () if perturbed & set(strata) else tuple(c for c in suppression["keys"] if c not in perturbed)
+        return ExactFact.of("suppressed", tuple(suppression["keys"]),
+                            values=(int(suppression["k"]), str(suppression["missing"]), exact, strata))
 
     @property
     def released_exactly(self) -> str | None:
@@ -1225,6 +1237,8 @@ def _read_provenance(data: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
     inp = data.get("input", {})
     if not isinstance(inp, dict):
         raise ManifestError("field 'input' must be an object")
+    if "suppression" in inp:
+        _read_suppression(inp["suppression"])
     created = data.get("created", "")
     if not isinstance(created, str):
         raise ManifestError("field 'created' must be a string")
@@ -1232,6 +1246,25 @@ def _read_provenance(data: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
     if not isinstance(version_str, str):
         raise ManifestError("field 'pramkit_version' must be a string")
     return inp, created, version_str
+
+
+def _read_suppression(section: Any) -> None:
+    """The field ``input.suppression`` (design --suppressed-by): keys, k, the rule for a missing value, strata."""
+    from pramkit.ledger import MISSING_RULE_WORDS
+
+    where = "input.suppression"
+    if not isinstance(section, dict) or set(section) != {"keys", "k", "missing", "strata"}:
+        raise ManifestError(f"field '{where}' must be an object of keys, k, missing and strata")
+    k = section["k"]
+    for name, least in (("keys", 1), ("strata", 0)):
+        names = section[name]
+        if not isinstance(names, list) or len(names) < least or not all(isinstance(x, str) and x for x in names):
+            raise ManifestError(f"field '{where}.{name}' must be a {'non-empty ' if least else ''}list of column names")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise ManifestError(f"field '{where}.k' must be a whole number of at least 2, got {k!r}")
+    if section["missing"] not in MISSING_RULE_WORDS:
+        raise ManifestError(f"field '{where}.missing' must be one of {', '.join(MISSING_RULE_WORDS)}, "
+                            f"got {section['missing']!r}")
 
 
 def _check_stated_epsilons(data: dict[str, Any], manifest: Manifest) -> None:

@@ -73,6 +73,7 @@ import pandas as pd
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.ledger import MISSING_RULE_WORDS
 from pramkit.risk.kanonymity import agree as _agree  # the counting stands on the risk floor; its names stay here
 from pramkit.risk.kanonymity import check_columns, key_codes, record_frequencies
 
@@ -94,6 +95,18 @@ frequencies = record_frequencies
 
 
 # ----------------------------------------------------------------- frequencies
+
+def stratum_groups(frame: pd.DataFrame, strata: Sequence[str]) -> np.ndarray | None:
+    """Each record's stratum as a group number (the combination of the stratum columns' texts), or ``None``
+    without strata.
+
+    >>> stratum_groups(pd.DataFrame({"s": ["a", "b", "a"], "t": ["x", "x", "x"]}), ["s", "t"])
+    array([0, 1, 0])
+    """
+    if not strata:
+        return None
+    return frame[list(strata)].astype(str).agg("\x1f".join, axis=1).factorize()[0]
+
 
 def is_k_anonymous(codes: np.ndarray, k: int, missing: str = "any", strata: np.ndarray | None = None) -> bool:
     """Whether every record's frequency is at least ``k``.
@@ -653,7 +666,7 @@ def cells_to_suppress(frame: pd.DataFrame, keys: Sequence[str], k: int, *, impor
         raise ParameterError(f"k = {k} is more than the {len(frame)} records: no suppression makes the file "
                              f"{k}-anonymous")
     codes = key_codes(frame, keys)
-    groups = None if not stratum else frame[list(stratum)].astype(str).agg("\x1f".join, axis=1).factorize()[0]
+    groups = stratum_groups(frame, stratum)
     plan = suppression_plan(codes, k, missing=missing, importance=order, strata=groups, method=method,
                             time_limit=time_limit)
     return pd.DataFrame(plan.mask, columns=list(keys), index=frame.index), plan
@@ -784,7 +797,7 @@ def guarantee(keys: Sequence[str], k: Any, missing: str, strata: Sequence[str] =
     >>> guarantee(["A"], 2, "own", ["S"])
     'every combination of the key variables A appears at least 2 times within each stratum of S in the released file (a missing value is a value of its own)'
     """
-    rule = "a missing value matches any value" if missing == "any" else "a missing value is a value of its own"
+    rule = MISSING_RULE_WORDS["any" if missing == "any" else "own"]
     within = f" within each stratum of {', '.join(strata)}" if strata else ""
     return (f"every combination of the key variables {', '.join(keys)} appears at least {k} times{within} in the "
             f"released file ({rule})")
@@ -808,7 +821,7 @@ def guarantee_fragment(field: str, value: Any) -> str:
     if field == "k":
         return f"appears at least {value} times"
     if field == "missing":
-        return "(a missing value matches any value)" if value == "any" else "(a missing value is a value of its own)"
+        return f"({MISSING_RULE_WORDS['any' if value == 'any' else 'own']})"
     if value:
         return f" times within each stratum of {', '.join(str(x) for x in value)} in the released file"
     return " times in the released file"
@@ -898,9 +911,7 @@ def suppress_file(data: str | Path, keys: Sequence[str], k: int, out: str | Path
                                     strata=stratum or None, missing=missing, method=method, time_limit=time_limit)
     codes = key_codes(blanked, keys)
     blank = int(((np.where(cells.to_numpy(), -1, codes) < 0).all(axis=1) & cells.to_numpy().any(axis=1)).sum())
-    before = int((frequencies(codes, missing,
-                              None if not stratum else blanked[stratum].astype(str).agg("\x1f".join, axis=1)
-                              .factorize()[0]) < k).sum())
+    before = int((frequencies(codes, missing, stratum_groups(blanked, stratum)) < k).sum())
     released = table
     for key in keys:  # every missing value of a key written as the file's missing value: a suppressed value and
         i = released.column_names.index(key)  # one missing in the file cannot be told apart
@@ -931,6 +942,104 @@ def suppress_file(data: str | Path, keys: Sequence[str], k: int, out: str | Path
                              receipt=str(receipt), sha256=str(doc["released"]["sha256"]), blank_records=blank)
 
 
+def read_receipt(path: str | Path) -> dict[str, Any]:
+    """The settings of a suppression receipt (``OUT.suppression.json``): keys, k, the rule and the strata.
+
+    Raises
+    ------
+    ParameterError
+        The file is missing, not JSON, or not a receipt of ``pramkit suppress`` (one line naming it).
+    """
+    from pramkit._json import read_json
+
+    name = Path(path).name
+    try:
+        raw = read_json(path, f"the suppression receipt {name!r}", ParameterError)
+    except (FileNotFoundError, IsADirectoryError):
+        raise ParameterError(f"the suppression receipt {name!r} does not exist") from None
+    ok = isinstance(raw, dict) and raw.get("format") == FORMAT and raw.get("version") == VERSION
+    keys, strata = (raw.get("keys"), raw.get("strata")) if ok else (None, None)
+    k, missing = (raw.get("k"), raw.get("missing")) if ok else (None, None)
+    if not (ok and isinstance(keys, list) and keys and all(isinstance(x, str) for x in keys)
+            and isinstance(strata, list) and all(isinstance(x, str) for x in strata)
+            and isinstance(k, int) and not isinstance(k, bool) and k >= 2 and missing in MISSING_RULES
+            and isinstance(raw.get("released"), dict) and isinstance(raw["released"].get("sha256"), str)):
+        raise ParameterError(f"{name!r} is not a receipt of pramkit suppress (format {FORMAT!r}, version {VERSION}, "
+                             "with its keys, k, rule, strata and released file)")
+    return {"keys": list(keys), "k": int(k), "missing": str(missing), "strata": list(strata),
+            "sha256": raw["released"]["sha256"], "file": str(raw["released"].get("file", ""))}
+
+
+def declare_suppression(release: Any, receipt: str | Path, *, data: Any, na_values: Sequence[str] = NA_VALUES,
+                        sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> Any:
+    """The release with the local suppression its data went through stated in the manifest's
+    ``input["suppression"]`` (the keys, k, the rule for a missing value, the strata: settings, public), so that the
+    guarantee sentence says what the published file guarantees as a whole (the ledger's ``"suppressed"`` fact).
+
+    ``data`` must be the file ``pramkit suppress`` wrote with this receipt (its SHA-256 is the receipt's); a frame
+    must be k-anonymous by the receipt's settings (recounted).
+
+    Parameters
+    ----------
+    release : pramkit.release.record.Release
+        A designed release.
+    receipt : str or pathlib.Path
+        The suppression receipt (``OUT.suppression.json``).
+    data : path or frame
+        The data the release was designed from.
+    na_values, sep, encoding
+        How a CSV file is read.
+
+    Returns
+    -------
+    pramkit.release.record.Release
+
+    Raises
+    ------
+    ParameterError
+        Not a suppression receipt, or not the data it was written for (one line).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.release.choices import DesignChoices
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     src, out = pathlib.Path(d, "a.csv"), pathlib.Path(d, "b.csv")
+    ...     _ = src.write_text("a,b\\n" + "x,p\\nx,p\\nx,q\\ny,q\\ny,q\\n" * 20)
+    ...     r = suppress_file(src, ["a", "b"], 30, out)
+    ...     release = DesignChoices(method="rr", epsilon=2.0, suppressed_by=r.receipt).release(out, ["b"])
+    >>> release.manifest.input["suppression"]
+    {'keys': ['a', 'b'], 'k': 30, 'missing': 'own', 'strata': []}
+    >>> print(release.manifest.guarantee.split(". ")[-1])
+    Every combination of a, released as they are, appears at least 30 times in the released file (a missing value is a value of its own).
+    """
+    import dataclasses
+
+    from pramkit.source import Source
+
+    settings = read_receipt(receipt)
+    name = Path(receipt).name
+    if isinstance(data, (str, Path)):
+        from pramkit.io import sha256_of
+
+        if sha256_of(data) != settings["sha256"]:
+            raise ParameterError(f"{Path(data).name} is not the file {name} was written for (its SHA-256 differs): "
+                                 f"design from the file pramkit suppress wrote ({settings['file'] or 'OUT'})")
+    opened = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)
+    absent = [c for c in [*settings["keys"], *settings["strata"]] if c not in opened.columns]
+    if absent:
+        raise ParameterError(f"{name} names {absent[0]!r}, not a column of the data")
+    if not isinstance(data, (str, Path)):
+        frame = opened.frame([*settings["keys"], *settings["strata"]])
+        groups = stratum_groups(frame, settings["strata"])
+        if (frequencies(key_codes(frame, settings["keys"]), settings["missing"], groups) < settings["k"]).any():
+            raise ParameterError(f"the data is not {settings['k']}-anonymous by {name}: it is not the file "
+                                 "pramkit suppress wrote")
+    stated = {key: settings[key] for key in ("keys", "k", "missing", "strata")}
+    manifest = dataclasses.replace(release.manifest, input={**release.manifest.input, "suppression": stated})
+    return dataclasses.replace(release, manifest=manifest)
+
+
 def released_frequencies(path: str | Path, keys: Sequence[str], missing: str, *, strata: Sequence[str] = (),
                          na_values: Sequence[str] = (), sep: str = CSV_SEP,
                          encoding: str = CSV_ENCODING) -> np.ndarray:
@@ -955,8 +1064,7 @@ def released_frequencies(path: str | Path, keys: Sequence[str], missing: str, *,
     if not parts:
         return np.zeros(0, dtype=np.int64)
     frame = pa.concat_tables(parts).to_pandas()
-    groups = None if not strata else frame[list(strata)].astype(str).agg("\x1f".join, axis=1).factorize()[0]
-    return frequencies(key_codes(frame, keys), missing, groups)
+    return frequencies(key_codes(frame, keys), missing, stratum_groups(frame, strata))
 
 
 def changed_cells(original: str | Path, released: str | Path, keys: Sequence[str], *,

@@ -987,7 +987,54 @@ def _check_suppression_guarantee(ctx: FieldContext, at: tuple, value: Any) -> Ve
                     "regenerated from the keys, k, the rule and the strata")
 
 
+def _suppressed_counts(ctx: FieldContext, section: dict[str, Any]) -> list[tuple[str, np.ndarray, list[str]]]:
+    """The frequencies k-anonymity is recounted from: the original (the suppressed file the design read) by every
+    key, and the released file by the keys released as they are (when no stratum is perturbed)."""
+    from pramkit.suppress import released_frequencies
+
+    keys, strata, missing = list(section["keys"]), list(section.get("strata") or []), section["missing"]
+    raw = _manifest_raw(ctx)
+    na = [str(x) for x in (raw.get("input") or {}).get("na_values") or []]
+    perturbed = {c for v in raw.get("variables", []) for c in v.get("columns") or [v.get("name")]}
+    exact = [] if perturbed & set(strata) else [c for c in keys if c not in perturbed]
+    out = []
+    if ctx.original is not None:
+        out.append(("the original", ctx.once("suppressed original", lambda: released_frequencies(
+            ctx.original, keys, missing, strata=strata, na_values=na, sep=ctx.sep, encoding=ctx.encoding)), keys))
+    if _released(ctx) is not None and exact:
+        out.append(("the released file", ctx.once("suppressed released", lambda: released_frequencies(
+            ctx.released, exact, missing, strata=strata, na_values=na, sep=ctx.sep, encoding=ctx.encoding)), exact))
+    return out
+
+
+def _check_suppressed(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """``input.suppression`` of a manifest (a release designed from a file ``pramkit suppress`` wrote): each setting
+    as the guarantee sentence states it, and k-anonymity recounted in the original (every key) and in the released
+    file (the keys released as they are)."""
+    from pramkit.ledger import MISSING_RULE_WORDS, suppression_fragment
+
+    section = _manifest_raw(ctx)["input"]["suppression"]
+    field = at[-1]
+    statement = str((_manifest_raw(ctx).get("ledger") or {}).get("statement"))
+    if field == "missing" and value not in MISSING_RULE_WORDS:
+        return False, f"stated {_short(value)}: one of {', '.join(MISSING_RULE_WORDS)}"
+    if field == "k" and (isinstance(value, bool) or not isinstance(value, int) or value < 2):
+        return False, f"stated {_short(value)}: k is a whole number of at least 2"
+    if suppression_fragment(field, value) not in statement:
+        return False, f"stated {_short(value)}: not what the guarantee sentence states"
+    counted = _suppressed_counts(ctx, section)
+    if not counted:
+        return None, "needs --original (the suppressed file) or --released"
+    for where, freq, keys in counted:
+        short = int((freq < section["k"]).sum())
+        if short:
+            return False, (f"{short} records of {where} have a combination of {', '.join(keys)} shared by fewer "
+                           f"than {section['k']} records")
+    return True, "k-anonymity recounted in " + " and ".join(where for where, _, _ in counted)
+
+
 CHECKS.update({
+    "suppressed": _check_suppressed,
     "k-anonymity": _check_k_anonymity,
     "suppression guarantee": _check_suppression_guarantee,
 })

@@ -179,7 +179,7 @@ def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     if args.data is None or args.out is None:
         return [], []
     inputs = [args.data, args.prior, args.forbid, args.categories, args.key_file, *distance_files(args.distances),
-              getattr(args, "recoded_by", None)]
+              getattr(args, "recoded_by", None), getattr(args, "suppressed_by", None)]
     return inputs, [args.out, design_record_path(args.out, args.design_record)]
 
 

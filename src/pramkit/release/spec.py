@@ -295,6 +295,11 @@ class ReleaseSpec:
         None, Path, _path(), "DATA was recoded by this map (`pramkit recode`): the manifest states it "
         "(input.recode, public: the map is declared, not read from the data); a perturbed variable's categories "
         "must be recoded already", metavar="MAP.json", widget="none")
+    suppressed_by: Path | None = setting(
+        None, Path, _path(), "DATA is the file `pramkit suppress` wrote with this receipt (its SHA-256 is checked): "
+        "the manifest states the suppression (input.suppression: keys, k, rule, strata; public: settings, not "
+        "data), and the guarantee sentence says what the released file keeps of it", metavar="RECEIPT.json",
+        widget="none")
 
     @classmethod
     def from_namespace(cls, args: Any) -> ReleaseSpec:
@@ -522,6 +527,11 @@ class ReleaseSpec:
 
             release = declare_recoding(release, self.recoded_by, data=data, na_values=self.na_values, sep=self.sep,
                                        encoding=self.encoding)
+        if self.suppressed_by is not None:
+            from pramkit.suppress import declare_suppression
+
+            release = declare_suppression(release, self.suppressed_by, data=data, na_values=self.na_values,
+                                          sep=self.sep, encoding=self.encoding)
         return declare_sampling(release, sampling=self.sampling, population=self.population)
 
     def derive(self, variables: Sequence[str] | None = None) -> Derived:

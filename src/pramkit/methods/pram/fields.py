@@ -108,6 +108,13 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("input.structure.*", D, "applied file", "the structure asked for (edit rules, kept codes): the matrices "
                                               "carry it, and the release made again reproduces the file"),
     ("input.tuned", F, "ignored", "the tuning run's settings, as given (its data dependence is in the ledger)"),
+    ("input.suppression.keys", R, "suppressed", "the keys of the local suppression the data went through "
+                                                "(design --suppressed-by): as the guarantee sentence names them; "
+                                                "k-anonymity recounted in the original and in the released file"),
+    ("input.suppression.k", R, "suppressed", "its k: every combination of the keys in the original, and of the "
+                                             "keys released as they are in the released file, counted at least k"),
+    ("input.suppression.missing", R, "suppressed", "its rule for a missing value: the frequencies counted by it"),
+    ("input.suppression.strata", R, "suppressed", "its stratum columns: k-anonymity counted within each"),
     ("ledger.record_epsilon_budget", R, "budget", "the budget: the record's epsilon is within it"),
     ("ledger.design_epsilon", R, "design epsilon", "the design step's epsilon: at least the sum of its "
                                                     "DP histograms' epsilons"),
