@@ -998,12 +998,13 @@ def _suppressed_counts(ctx: FieldContext, section: dict[str, Any]) -> list[tuple
     perturbed = {c for v in raw.get("variables", []) for c in v.get("columns") or [v.get("name")]}
     exact = [] if perturbed & set(strata) else [c for c in keys if c not in perturbed]
     out = []
-    if ctx.original is not None:
+    original, released = ctx.original, _released(ctx)
+    if original is not None:
         out.append(("the original", ctx.once("suppressed original", lambda: released_frequencies(
-            ctx.original, keys, missing, strata=strata, na_values=na, sep=ctx.sep, encoding=ctx.encoding)), keys))
-    if _released(ctx) is not None and exact:
+            original, keys, missing, strata=strata, na_values=na, sep=ctx.sep, encoding=ctx.encoding)), keys))
+    if released is not None and exact:
         out.append(("the released file", ctx.once("suppressed released", lambda: released_frequencies(
-            ctx.released, exact, missing, strata=strata, na_values=na, sep=ctx.sep, encoding=ctx.encoding)), exact))
+            released, exact, missing, strata=strata, na_values=na, sep=ctx.sep, encoding=ctx.encoding)), exact))
     return out
 
 
