@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
       b: 0 values suppressed
     receipt: b.csv.suppression.json
     """
+    from pramkit.ledger import MISSING_RULE_WORDS
     from pramkit.suppress import suppress_file
 
     strata = comma_names(args.strata) or None
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict(), kind="pramkit.suppress.result")
         return 0
-    rule = "a missing value matches any value" if args.missing == "any" else "a missing value is a value of its own"
+    rule = MISSING_RULE_WORDS[args.missing]
     print(f"suppressed {result.total:,} values of {result.rows:,} rows of {args.data.name} into {args.out.name}: "
           f"{result.k}-anonymous in {', '.join(result.keys)} ({rule})")
     if result.optimal:
