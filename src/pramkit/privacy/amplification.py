@@ -53,6 +53,11 @@ The target is informative with probability ``gamma`` (a public coin), so
 ``(p - 1) / (p + 1)``, this is ``gamma = 1`` and ``w = 2 / (p + 1)``, the
 figure for randomized response.  The smaller of the two bounds is returned.
 
+What ``apply --shuffle`` states is the tighter bound of :mod:`pramkit.privacy.shuffle_bound`
+(clones whose probability is read off the PRAM matrices, of one variable or of several, and two
+bounds per pair of values), of which the general one here is a case, so never above it but for
+rounding (:func:`release_guarantees`, :func:`record_clones`).
+
 Examples
 --------
 >>> f"{by_sampling(3.0, 0.05):.4f}"
@@ -832,12 +837,16 @@ def shuffle_failures(columns: Sequence[str], perturbed: Sequence[str], public: S
 
 
 def shuffled_guarantee(local: float, design: float, n: int, failures: Sequence[str], *,
-                       matrix: ArrayLike | None = None, delta: float = DEFAULT_DELTA) -> tuple[float | None, str]:
+                       matrix: ArrayLike | None = None, delta: float = DEFAULT_DELTA,
+                       clones: Any = None) -> tuple[float | None, str]:
     """The central epsilon of a shuffled release and its conditions, or ``None`` and the failing one.
 
     ``design`` (the design step's epsilon, spent on the whole file) adds to the shuffled bound of
-    the perturbation's ``local`` epsilon; ``matrix`` (the only perturbed variable's matrix, when
-    small enough) gives the total-variation bound.
+    the perturbation's ``local`` epsilon; ``clones`` (the record's
+    :class:`pramkit.privacy.shuffle_bound.CloneParameters`, from its matrices) gives the clone bound
+    with the matrices' clone probability (:func:`pramkit.privacy.shuffle_bound.shuffled_epsilon`, what
+    :func:`release_guarantees` states); without it, ``matrix`` (one variable's matrix) gives the
+    total-variation bound and neither the general one of Feldman, McMillan and Talwar (2021).
 
     Examples
     --------
@@ -851,12 +860,43 @@ def shuffled_guarantee(local: float, design: float, n: int, failures: Sequence[s
 
     if failures:
         return None, "; ".join(failures)
-    bound = by_shuffling(local, n, delta) if matrix is None else by_shuffling_matrix(matrix, n, delta)
+    if clones is not None:
+        from pramkit.privacy.shuffle_bound import shuffled_epsilon
+
+        bound = shuffled_epsilon(clones, n, delta).epsilon
+        source = "clone bound with the clone probability of the PRAM matrices, computed exactly"
+    else:
+        bound = by_shuffling(local, n, delta) if matrix is None else by_shuffling_matrix(matrix, n, delta)
+        source = "Feldman, McMillan and Talwar 2021, numerical bound"
     return sum_up([design, bound]), (
         f"every released column is perturbed or public, no household or id column is released, and the "
         f"{n:,} record{'s' if n > 1 else ''} that agree on what is shown exactly (the fewest) were written in a random order drawn from the "
-        "secret key (Feldman, McMillan and Talwar 2021, numerical bound)"
+        f"secret key ({source})"
         + (", plus the design step's epsilon" if design else ""))
+
+
+def record_clones(manifest: Any) -> Any:
+    """The clone parameters of a manifest's record (:func:`pramkit.privacy.shuffle_bound.clone_parameters`).
+
+    Each variable's stated epsilon (at least its matrix's and its realised law's); its matrix's columns
+    are read where its matrix is the law a record's values are drawn from: no strata, not derived from
+    another release, and, for several columns perturbed jointly, missing values a category (a record
+    with one missing column kept is drawn from a margin).  Any other variable counts as a generic
+    eps-DP one.  ``p`` is ``e`` to the perturbation's epsilon.
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], math.log(3.0))})
+    >>> round(record_clones(m).w, 9)
+    0.5
+    """
+    from pramkit.privacy.shuffle_bound import clone_parameters
+
+    matrices = [v.matrix if not v.given and v.applied_to is None and (not v.is_joint or v.missing == "category")
+                else None for v in manifest.variables]
+    return clone_parameters(matrices, [v.epsilon for v in manifest.variables])
 
 
 def check_shuffle(manifest: Any, columns: Sequence[str], public_columns: Sequence[str], *, shuffle: bool) -> None:
@@ -959,11 +999,9 @@ def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
     households = [v.unit for v in manifest.variables if v.unit]
     failures = shuffle_failures(columns, manifest.columns, public_columns, households, shuffled=shuffled)
     failures += [f.reveals for f in manifest.exact_facts if not f.covered]
-    one = manifest.variables[0] if len(manifest.variables) == 1 else None
-    matrix = one.matrix if one is not None and not one.given and one.matrix.size <= MAX_TV_CATEGORIES else None
     design = 0.0 if manifest.ledger is None else manifest.ledger.design_epsilon
     central, conditions = shuffled_guarantee(manifest.perturbation_epsilon, design, max(int(clones or 1), 1),
-                                             failures, matrix=matrix, delta=delta)
+                                             failures, delta=delta, clones=record_clones(manifest))
     return Guarantees(local, sampled, words, central, None if central is None else delta, conditions,
                       None if clones is None else int(clones), stated.given_structure)
 
