@@ -85,6 +85,7 @@ def releases(tmp_path_factory) -> dict[str, Any]:
                           "--out", d / "sw.csv", "--manifest", d / "sw.json", "--key-file", key)
     assert code == 0, out + err
     _ok("suppress", d / "o.csv", "--keys", "db040,rb090,age", "--k", "3", "--out", d / "sup.csv", *na)
+    _ok("new-ids", d / "households.csv", "--id", "ori_hid", "--key-file", key, "--out", d / "ni.csv")
     _ok("design", d / "sup.csv", "--vars", "age,pl030", "--epsilon", "3", *design, "--suppressed-by",
         d / "sup.csv.suppression.json", "--out", d / "supm.json")
     _ok("apply", d / "sup.csv", "--manifest", d / "supm.json", "--out", d / "supr.csv", "--key-file", key, *na)
@@ -111,6 +112,8 @@ CASES = {
                      {"manifest": "sw.json", "released": "sw.csv", "original": "households.csv"}),
     "suppressed manifest": ("supm.json", "manifest",
                             {"manifest": "supm.json", "released": "supr.csv", "original": "sup.csv"}),
+    "new-ids receipt": ("ni.csv.new-ids.json", "new-ids receipt",
+                        {"manifest": "ni.csv.new-ids.json", "released": "ni.csv", "original": "households.csv"}),
     "suppression receipt": ("sup.csv.suppression.json", "suppression receipt",
                             {"manifest": "sup.csv.suppression.json", "released": "sup.csv", "original": "o.csv"}),
 }

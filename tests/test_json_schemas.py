@@ -59,6 +59,8 @@ COMMANDS: dict[str, Argv] = {
                                       "--rate", "0.1", "--out", f["dir"] / "swapped.csv", "--key-file", f["key"]],
     "pramkit.suppress.result": lambda f: ["suppress", f["data"], "--keys", "sex,marital_status,race", "--k", "3",
                                           "--out", f["dir"] / "suppressed.csv", "--quiet"],
+    "pramkit.new-ids.result": lambda f: ["new-ids", f["data"], "--id", "hid", "--key-file", f["key"],
+                                         "--out", f["dir"] / "renumbered.csv"],
     "pramkit.attack.result": lambda f: ["attack", f["released"], "--original", f["data"], "--known", "age,area",
                                         "--target", "sex,marital_status,race", "--manifest", f["manifest"]],
     "pramkit.compare.result": lambda f: ["compare", f["data"], "--hid", "hid", "--geo", "area",

@@ -64,7 +64,7 @@ def release(tmp_path_factory) -> Path:
 def test_the_registry_finds_every_method_package() -> None:
     folder = Path(methods.__file__).parent
     packages = sorted(p.parent.name for p in folder.glob("*/__init__.py"))
-    assert sorted(METHODS) == packages == ["derived", "pram", "resample", "suppression", "swap", "synthesis"]
+    assert sorted(METHODS) == packages == ["derived", "ids", "pram", "resample", "suppression", "swap", "synthesis"]
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
@@ -80,7 +80,8 @@ def test_each_method_names_commands_functions_and_specs_that_exist(name: str) ->
 
 def test_every_kind_of_file_is_introduced_once_and_written_by_its_introducer() -> None:
     kinds = public_files()
-    assert list(kinds) == ["manifest", "receipt", "resample receipt", "suppression receipt", "synthesis manifest"]
+    assert list(kinds) == ["new-ids receipt", "manifest", "receipt", "resample receipt", "suppression receipt",
+                           "synthesis manifest"]
     for kind in kinds:
         assert next(writers(kind)).files and kind in {f.kind for f in next(writers(kind)).files}
 

@@ -144,6 +144,7 @@ OUTPUT_FORMATS: dict[str, int] = {
     "pramkit.estimate.result": 1,
     "pramkit.estimate.regression": 1,
     "pramkit.inspect.result": 1,
+    "pramkit.new-ids.result": 1,
     "pramkit.reproduce.result": 1,
     "pramkit.resample.result": 1,
     "pramkit.risk.identification": 1,

@@ -56,6 +56,7 @@ import csv
 import errno
 import hashlib
 import itertools
+import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -1991,6 +1992,59 @@ def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool
     with TableWriter(path, force=force, inputs=inputs) as w:
         w.write(table)
     return Path(path)
+
+
+def write_with_receipt(out: str | Path, receipt: str | Path, table: pa.Table, doc: dict[str, Any], *,
+                       meta: Any = None, inputs: Sequence[PathLike] = (), force: bool = False) -> str:
+    """Write a released file and its JSON receipt, both or neither: the file is renamed into place first, then the
+    receipt, whose ``released`` entry names the file (its name, rows and SHA-256); on any failure neither is left.
+
+    Parameters
+    ----------
+    out, receipt : str or pathlib.Path
+        The released file (its suffix gives its format) and its receipt.
+    table : pyarrow.Table
+        The released records.
+    doc : dict
+        The receipt's other fields (its ``released`` entry is added here).
+    meta : TableMeta, optional
+        The file read (its format's metadata carried over, :class:`TableWriter`).
+    inputs : sequence of paths
+        Files neither output may replace.
+    force : bool
+        Replace existing outputs.
+
+    Returns
+    -------
+    str
+        The released file's SHA-256.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out, receipt = pathlib.Path(d, "r.csv"), pathlib.Path(d, "r.csv.note.json")
+    ...     digest = write_with_receipt(out, receipt, pa.table({"a": ["x", "y"]}), {"format": "note"})
+    ...     print(json.loads(receipt.read_text())["released"]["rows"], digest == sha256_of(out))
+    2 True
+    """
+    out, receipt = Path(out), Path(receipt)
+    placed = False
+    try:
+        with atomic_path(receipt, force=force, inputs=[*inputs, out]) as tmp:
+            with TableWriter(out, force=force, inputs=[*inputs, receipt], meta=meta) as writer:
+                writer.write(table)
+                writer.close()
+                sha = str(writer.sha256)
+                doc = {**doc, "released": {"file": out.name, "rows": table.num_rows, "sha256": sha}}
+            placed = True
+            tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    except BaseException:
+        if placed:  # the released file without its receipt (or beside an earlier one) is not left behind
+            for path in (out, receipt):
+                path.unlink(missing_ok=True)
+        raise
+    return sha
 
 
 def sha256_of(path: str | Path) -> str:

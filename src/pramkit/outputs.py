@@ -458,6 +458,7 @@ from pramkit.audit.result import AuditResult, Check  # noqa: E402  (the declarat
 from pramkit.cli.design import DerivedOutput, MatrixOutput, ReleaseOutput  # noqa: E402
 from pramkit.cli.inspect import InspectedVariable, InspectOutput, PrintedLabel  # noqa: E402
 from pramkit.cli.reproduce import ReproduceOutput  # noqa: E402
+from pramkit.engine.ids import NewIdsResult  # noqa: E402
 from pramkit.engine.perturb import ApplyResult, VariableSummary  # noqa: E402
 from pramkit.estimate.regression import RegressionResult  # noqa: E402
 from pramkit.estimate.regression_moment import ResidualCheck  # noqa: E402
@@ -756,6 +757,15 @@ OUTPUTS: dict[str, Output] = {out.kind: out for out in [
             "k": {"minimum": 2}, "violating": AT_LEAST_0, "smallest": AT_LEAST_0}},
             "risky_cells": {"properties": {"k": {"minimum": 2}, "unsafe_cells": AT_LEAST_0}},
             "l_diversity": {"properties": {"l": {"minimum": 2}}}}),
+    Output(
+        kind="pramkit.new-ids.result", type=NewIdsResult, title="pramkit new-ids --json",
+        description="Random identifiers (docs/suppression.md): a grouping column replaced by keyed random ids 1..H and "
+                    "the rows put in a keyed order; the files written and the key's fingerprint (never the key).",
+        schemas={"rows": AT_LEAST_0, "groups": AT_LEAST_0, "seconds": AT_LEAST_0},
+        hints={"shuffle": Literal["households", "within", "records", "none"]},
+        descriptions={"groups": "The distinct values of the id column: the new ids are 1..groups.",
+                      "shuffle": "The order of the rows.",
+                      "key_fingerprint": "The fingerprint of the secret key (never the key)."}),
     Output(
         kind="pramkit.suppress.result", type=SuppressionResult, title="pramkit suppress --json",
         description="Local suppression to k-anonymity (docs/suppression.md): the values suppressed per key (private: "

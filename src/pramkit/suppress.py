@@ -60,7 +60,6 @@ returned, never written to a public file.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -876,7 +875,7 @@ def suppress_file(data: str | Path, keys: Sequence[str], k: int, out: str | Path
 
     Examples
     --------
-    >>> import pathlib, tempfile
+    >>> import json, pathlib, tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     src = pathlib.Path(d) / "a.csv"
     ...     _ = src.write_text("a,b,n\\nx,p,1\\nx,p,2\\nx,q,3\\ny,q,4\\ny,q,5\\n")
@@ -889,8 +888,8 @@ def suppress_file(data: str | Path, keys: Sequence[str], k: int, out: str | Path
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pramkit.atomic import atomic_path, check_writable
-    from pramkit.io import TableWriter, blank_missing_codes, iter_batches
+    from pramkit.atomic import check_writable
+    from pramkit.io import blank_missing_codes, iter_batches, write_with_receipt
 
     src, out = Path(data), Path(out)
     _check(k, missing, method)
@@ -921,25 +920,12 @@ def suppress_file(data: str | Path, keys: Sequence[str], k: int, out: str | Path
                                                                                 column))
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "keys": list(keys), "k": int(k),
                            "missing": missing, "strata": stratum, "guarantee": guarantee(keys, k, missing, stratum)}
-    placed = False
-    try:  # the released file is renamed into place first, then its receipt: both or neither
-        with atomic_path(receipt, force=force, inputs=[src, out]) as tmp:
-            with TableWriter(out, force=force, inputs=[src, receipt], meta=meta) as writer:
-                writer.write(released)
-                writer.close()
-                doc["released"] = {"file": out.name, "rows": released.num_rows, "sha256": writer.sha256}
-            placed = True
-            tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    except BaseException:
-        if placed:  # the released file without its receipt (or beside an earlier one) is not left behind
-            for path in (out, receipt):
-                path.unlink(missing_ok=True)
-        raise
+    sha = write_with_receipt(out, receipt, released, doc, meta=meta, inputs=[src], force=force)
     return SuppressionResult(rows=released.num_rows, keys=tuple(keys), k=int(k), missing=missing,
                              suppressed={key: int(cells[key].sum()) for key in keys},
                              lower_bound=plan.lower_bound, optimal=plan.optimal, method=plan.method,
                              seconds=plan.seconds, violating_before=before, data=str(src), output=str(out),
-                             receipt=str(receipt), sha256=str(doc["released"]["sha256"]), blank_records=blank)
+                             receipt=str(receipt), sha256=sha, blank_records=blank)
 
 
 def read_receipt(path: str | Path) -> dict[str, Any]:

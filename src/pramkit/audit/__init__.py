@@ -118,6 +118,9 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
                                     start)
     if suppressed is not None:
         return suppressed
+    renumbered = _ids_route(manifest, released, original, key, engine, backend, sep, encoding, na_values, start)
+    if renumbered is not None:
+        return renumbered
     try:
         read_manifest(manifest)
     except ManifestError as exc:  # a forged field the reader refuses: failed, named, and nothing more to audit
@@ -215,6 +218,67 @@ def _suppressed_only(raw: dict[str, Any], original: Path, released: Path, sep: s
         return Check("release", "file", "values", False, found)
     return Check("release", "file", "values", True, "the released file is the original with key values made "
                  "missing, every other value as it was")
+
+
+def _ids_route(manifest: str | Path, released: str | Path | None, original: str | Path | None, key: Any,
+               engine: bool, backend: str, sep: str, encoding: str, na_values: Sequence[str] | None,
+               start: float) -> AuditResult | None:
+    """The audit of a file with new ids (``pramkit new-ids``) when ``manifest`` is its receipt, else ``None``: every
+    field of the receipt; with the original, the same records; with the key too, the file derived again."""
+    from pramkit.audit.declared import FieldContext, field_checks
+
+    raw = _public_json(manifest, "new-ids receipt")
+    if raw is None:
+        return None
+    if backend == "spark" or engine:
+        raise ParameterError("a file with new ids is audited on this machine, with no engine: leave out --backend "
+                             "spark and --engine")
+    ctx = FieldContext("new-ids receipt", raw, audit="new ids", subject="receipt", manifest_path=Path(manifest),
+                       released=None if released is None else Path(released),
+                       original=None if original is None else Path(original), key=key,
+                       na_values=None if na_values is None else tuple(na_values), sep=sep, encoding=encoding)
+    audits, checks = ["new ids"], field_checks(ctx)
+    if original is not None and released is not None:
+        audits.append("release")
+        checks.append(_renumbered_only(raw, Path(original), Path(released), key, sep, encoding, na_values))
+    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
+
+
+def _renumbered_only(raw: dict[str, Any], original: Path, released: Path, key: Any, sep: str, encoding: str,
+                     na_values: Sequence[str] | None) -> Check:
+    """The released file against the original: with the key, derived again byte for byte; without it, the same
+    records but for the id column, and as many ids as the original has distinct values of it."""
+    import tempfile
+
+    from pramkit.defaults import NA_VALUES
+    from pramkit.engine.ids import new_ids_file
+    from pramkit.io import read_table, sha256_of
+
+    column, shuffle = str(raw.get("column")), str(raw.get("shuffle"))
+    na = NA_VALUES if na_values is None else tuple(na_values)
+    try:
+        if key is not None:
+            with tempfile.TemporaryDirectory() as d:
+                again = new_ids_file(original, column, Path(d) / released.name, key=key, shuffle=shuffle,
+                                     na_values=na, sep=sep, encoding=encoding)
+                same = again.sha256 == sha256_of(released)
+            return Check("release", "file", "derived again with the key", same,
+                         "the key reproduces the released file byte for byte" if same else
+                         "the original, given new ids with the key, is not the released file")
+        before = read_table(original, na_values=(), sep=sep, encoding=encoding)
+        after = read_table(released, na_values=(), sep=sep, encoding=encoding)
+    except PramkitError as exc:
+        return Check("release", "file", "values", False, f"the released file cannot be read against the original: "
+                                                         f"{exc}")
+    rest = [c for c in before.columns if c != column]
+    same_columns = list(before.columns) == list(after.columns)
+    same_rows = same_columns and sorted(map(tuple, before[rest].to_numpy().tolist())) == sorted(
+        map(tuple, after[rest].to_numpy().tolist()))
+    groups = before[column].nunique(dropna=False) == after[column].nunique(dropna=False) if same_columns else False
+    ok = bool(same_rows and groups)
+    return Check("release", "file", "values", ok, "the released file holds the original's records, every value but "
+                 f"the ids as it was, with one new id for each value of {column}" if ok else
+                 "the released file does not hold the original's records with new ids alone")
 
 
 def _synthesis_audit(raw: dict[str, Any], manifest: str | Path, released: str | Path | None,

@@ -159,6 +159,8 @@ def _check_regenerated(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 
 def _check_constant(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     from pramkit.engine import receipt as receipts
+    from pramkit.engine.ids import FORMAT as IDS
+    from pramkit.engine.ids import VERSION as IDS_VERSION
     from pramkit.manifest import FORMAT, VERSION
     from pramkit.suppress import FORMAT as SUPPRESSION
     from pramkit.suppress import VERSION as SUPPRESSION_VERSION
@@ -170,7 +172,8 @@ def _check_constant(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
         expected: Any = {"mechanism": "geometric", "sensitivity": 2, "method": "resample"}[last]
     else:
         expected = {"manifest": (FORMAT, VERSION), "synthesis manifest": (SYNTHESIS, FORMAT_VERSION),
-                    "suppression receipt": (SUPPRESSION, SUPPRESSION_VERSION)}.get(
+                    "suppression receipt": (SUPPRESSION, SUPPRESSION_VERSION),
+                    "new-ids receipt": (IDS, IDS_VERSION)}.get(
             ctx.kind, (receipts.FORMAT, receipts.VERSION))[0 if last == "format" else 1]
     return _compare(value, expected, "written by pramkit")
 
@@ -1038,4 +1041,68 @@ CHECKS.update({
     "suppressed": _check_suppressed,
     "k-anonymity": _check_k_anonymity,
     "suppression guarantee": _check_suppression_guarantee,
+})
+
+
+# ----------------------------------------------------------------- the new-ids receipt
+
+def _released_ids(ctx: FieldContext) -> np.ndarray | None:
+    """The released file's id column as whole numbers (``None`` when a value is not one), read once."""
+    from pramkit.io import read_table
+
+    path, column = _released(ctx), ctx.raw.get("column")
+    if path is None or not isinstance(column, str):
+        return None
+
+    def read() -> np.ndarray | None:
+        import pandas as pd
+
+        values = read_table(path, columns=[column], na_values=(), sep=ctx.sep, encoding=ctx.encoding)[column]
+        numbers = pd.to_numeric(values.astype(str), errors="coerce")
+        if numbers.isna().any() or not (numbers == numbers.round()).all():
+            return None
+        return numbers.to_numpy(dtype=np.int64)
+
+    return ctx.once("new ids", read)
+
+
+def _check_new_ids(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """The column, the number of ids and the order: as the guarantee sentence states them, and recounted in the
+    released file (the ids 1..groups, each used; with households or within, each id's records together in
+    increasing order)."""
+    from pramkit.engine.ids import SHUFFLES, guarantee
+
+    field, raw = at[0], ctx.raw
+    if field == "shuffle" and value not in SHUFFLES:
+        return False, f"stated {_short(value)}: one of {', '.join(SHUFFLES)}"
+    if guarantee(str(raw.get("column")), raw.get("groups"), str(raw.get("shuffle"))) != raw.get("guarantee"):
+        return False, f"stated {_short(value)}: not what the guarantee sentence states"
+    if _released(ctx) is None:
+        return None, "needs --released"
+    ids = _released_ids(ctx)
+    if ids is None:
+        return False, f"the released file's {raw.get('column')} holds a value that is not a whole number"
+    groups = raw.get("groups")
+    if field in ("column", "groups"):
+        ok = np.array_equal(np.unique(ids), np.arange(1, int(groups) + 1)) if isinstance(groups, int) else False
+        return ok, (f"the ids 1 to {groups}, each used" if ok else
+                    f"the released file's ids are not the whole numbers 1 to {groups}, each used")
+    if value in ("households", "within"):
+        ok = bool((np.diff(ids) >= 0).all())
+        return ok, ("each id's records together, the ids in increasing order" if ok else
+                    "the ids are not in increasing order in the released file")
+    return True, "any order of the rows: checked with --original and the key"
+
+
+def _check_new_ids_guarantee(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.engine.ids import guarantee
+
+    raw = ctx.raw
+    return _compare(value, guarantee(str(raw.get("column")), raw.get("groups"), str(raw.get("shuffle"))),
+                    "regenerated from the column, the ids and the order")
+
+
+CHECKS.update({
+    "new ids": _check_new_ids,
+    "new ids guarantee": _check_new_ids_guarantee,
 })

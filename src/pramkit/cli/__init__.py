@@ -137,7 +137,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     wanted = set(COMMANDS) if argv is None else {a for a in argv if a in HELP}
     for name in COMMANDS:
         if name in wanted:
-            importlib.import_module(f"pramkit.cli.{name}").register(sub)
+            importlib.import_module(f"pramkit.cli.{name.replace('-', '_')}").register(sub)
         else:
             sub.add_parser(name, help=HELP[name])
     return parser

@@ -10,6 +10,7 @@ HELP: dict[str, str] = {
     "demo": "run a whole release on the built-in census-like data",
     "recode": "global recoding before PRAM: merge categories, top and bottom code (a JSON map)",
     "suppress": "local suppression to k-anonymity: the fewest key values made missing (exact, or greedy with a bound)",
+    "new-ids": "replace a grouping column (a household id) by keyed random ids and put the rows in a keyed order",
     "design": "design PRAM matrices (print one, or write a manifest for a data file)",
     "apply": "perturb a data file with the matrices of a manifest",
     "inspect": "show the privacy guarantees of a manifest",

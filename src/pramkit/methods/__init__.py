@@ -15,9 +15,9 @@ package here, and nothing else lists it.  From the registry come
 Examples
 --------
 >>> sorted(METHODS)
-['derived', 'pram', 'resample', 'suppression', 'swap', 'synthesis']
+['derived', 'ids', 'pram', 'resample', 'suppression', 'swap', 'synthesis']
 >>> list(public_files())
-['manifest', 'receipt', 'resample receipt', 'suppression receipt', 'synthesis manifest']
+['new-ids receipt', 'manifest', 'receipt', 'resample receipt', 'suppression receipt', 'synthesis manifest']
 >>> file_kind({"format": "pramkit-release-receipt", "post_processing": {"method": "resample"}})
 'resample receipt'
 >>> sorted(m.name for m in writers("receipt"))
@@ -176,7 +176,7 @@ def write_schemas(folder: str | Path) -> list[Path]:
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     [p.name for p in write_schemas(d)][:2]
-    ['pramkit.public.manifest.json', 'pramkit.public.receipt.json']
+    ['pramkit.public.new-ids-receipt.json', 'pramkit.public.manifest.json']
     """
     from pramkit.atomic import write_text_atomic
 
@@ -196,7 +196,7 @@ def field_table(methods: Mapping[str, ReleaseMethod] | None = None) -> str:
     >>> print("\\n".join(field_table().splitlines()[:3]))
     | File | Method | Field | Checked | How |
     |---|---|---|---|---|
-    | manifest | pram | `format` | recomputed | the file's kind: 'pramkit-manifest' |
+    | new-ids receipt | ids | `format` | recomputed | the file's kind: 'pramkit.new-ids' |
     """
     rows = ["| File | Method | Field | Checked | How |", "|---|---|---|---|---|"]
     for kind in public_files(methods):
