@@ -1,4 +1,4 @@
-"""The risk and design steps' fields a tab keeps for a reload (pramkit.app.fields.form_widgets) and how they are
+"""The risk, suppression and design steps' fields a tab keeps for a reload (pramkit.app.fields.form_widgets) and how they are
 filled back (pramkit.app.server.fill_fields, the path of a restored session and an undo).
 
 The oracles: the page's own HTML (every field of the two steps is kept, no upload), and the form's own reader
@@ -37,7 +37,7 @@ def _ids(tag: Any) -> dict[str, str]:
 
 
 def test_every_field_of_the_two_steps_is_kept_and_no_upload() -> None:
-    shown = {**_ids(page.risk_tab()), **_ids(page.design_tab())}
+    shown = {**_ids(page.risk_tab()), **_ids(page.suppress_tab()), **_ids(page.design_tab())}
     uploads = {i for i, kind in shown.items() if kind == "file"}
     assert uploads >= {"forbid", "manifest_upload"}
     assert set(fields.form_widgets()) == set(shown) - uploads

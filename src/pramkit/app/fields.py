@@ -407,9 +407,76 @@ STEP_FIELDS = {"risk_keys": "columns", "sampling_fraction": "text", "risk_weight
                "method": "select", "edit_rules": "text_area", "options": "text"}
 
 
+def suppress_fields() -> tuple[Field, ...]:
+    """The suppression step's fields, one for each setting of
+    :class:`pramkit.workbench.suppression.SuppressSpec` in the order declared (ids ``suppress_`` and the
+    setting's name): a new setting is a new field.
+
+    Examples
+    --------
+    >>> fields = {f.setting: f for f in suppress_fields()}
+    >>> fields["keys"].id, fields["keys"].widget, fields["k"].value, fields["missing"].choices
+    ('suppress_keys', 'columns', '3', ('own', 'any'))
+    >>> fields["method"].widget, fields["importance"].widget, fields["time_limit"].more
+    ('select', 'columns', False)
+    """
+    from pramkit.workbench.suppression import SuppressSpec
+
+    return tuple(Field(s.name, "suppress_" + s.name, widget_of(s), s.label,
+                       s.help.replace("%(default)s", str(s.default)).replace("%%", "%"), _choices_of(s),
+                       "" if s.default is None or isinstance(s.default, tuple) else str(s.default), None, s.more,
+                       s.kind) for s in settings(SuppressSpec))
+
+
+def suppress_spec(values: Mapping[str, Any]) -> Any:
+    """The suppression step's settings from its fields (``{setting: what the field holds}``: a list of columns
+    for a field of columns, else its text), each read as the command line reads its flag, checked.
+
+    Raises
+    ------
+    ParameterError
+        A field's text is not of its setting's type, or a setting its rule refuses (one line naming it).
+
+    Examples
+    --------
+    >>> spec = suppress_spec({"keys": ["roof", "sex"], "k": "4", "missing": "any", "strata": []})
+    >>> spec.keys, spec.k, spec.missing, spec.strata
+    (('roof', 'sex'), 4, 'any', None)
+    >>> suppress_spec({"keys": ["roof"], "k": "four"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: k must be a whole number, got 'four'
+    """
+    from pramkit.workbench.suppression import SuppressSpec
+
+    known = {s.name: s for s in settings(SuppressSpec)}
+    given = {name: parse_text(known[name], text if isinstance(text, str) else ",".join(text))
+             for name, text in values.items() if name in known}
+    spec = SuppressSpec(**{name: value for name, value in given.items() if value not in ((), None)})
+    spec.check()
+    return spec
+
+
+def suppress_texts(spec: Any) -> dict[str, Any]:
+    """The suppression step's fields (id -> value) as ``spec`` says (None: as the form starts).
+
+    Examples
+    --------
+    >>> from pramkit.workbench.suppression import SuppressSpec
+    >>> form = suppress_texts(SuppressSpec(keys=("a", "b"), k=2))
+    >>> form["suppress_keys"], form["suppress_k"], form["suppress_strata"], form["suppress_missing"]
+    (['a', 'b'], '2', [], 'own')
+    """
+    out: dict[str, Any] = {}
+    for f in suppress_fields():
+        value = None if spec is None else getattr(spec, f.setting)
+        out[f.id] = list(value or ()) if f.widget == "columns" else (f.value if value is None else f.text(value))
+    return out
+
+
 def form_widgets() -> dict[str, str]:
-    """The fields of the risk and design steps a tab keeps as filled in, by id, with their widget
-    (:attr:`Field.widget`, or ``"text_area"``): every field of the two steps but the uploads (a file is
+    """The fields of the risk, suppression and design steps a tab keeps as filled in, by id, with their widget
+    (:attr:`Field.widget`, or ``"text_area"``): every field of the three steps but the uploads (a file is
     uploaded again) and the buttons.
 
     Examples
@@ -420,7 +487,7 @@ def form_widgets() -> dict[str, str]:
     >>> "forbid" in widgets or "manifest_upload" in widgets
     False
     """
-    return {**STEP_FIELDS, **{f.id: f.widget for f in design_fields() if f.widget != "file"}}
+    return {**STEP_FIELDS, **{f.id: f.widget for f in (*design_fields(), *suppress_fields()) if f.widget != "file"}}
 
 
 def _meets(needs: tuple[str, Any] | None, flags: Mapping[str, Any], preset: set[str]) -> bool:

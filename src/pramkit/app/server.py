@@ -37,8 +37,9 @@ from pramkit.kernel.rng import SecretKey
 from pramkit.progress import TimeLeft, watching
 from pramkit.workbench import DesignChoices, Workbench
 
-#: The steps, in order; a step's new result clears the results of the steps after it.
-STEPS = ("data", "risk", "design", "apply", "export")
+#: The steps, in order; a step's new result clears the results of the steps after it (but the risk's: the
+#: suppression does not read it).
+STEPS = ("data", "risk", "suppress", "design", "apply", "export")
 
 #: Seconds a closed tab's release (its folder: copies of uploaded files, the release in progress) is kept
 #: for a reload of the tab; then it is removed.
@@ -230,9 +231,13 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         steps = {name: Step(name, busy) for name in STEPS}
         for step in steps.values():  # every message in the page's words: no flag, no path of the work folder
             step.words = lambda message: desk.wb.in_page_words(message, hidden=[work_root])
+        attack = Step("attack", busy)  # the attack figures of the release applied (step 4)
+        attack.words = steps["data"].words
         for i, name in enumerate(STEPS):
-            steps[name].later = tuple(steps[n] for n in STEPS[i + 1:])
+            steps[name].later = tuple(steps[n] for n in STEPS[i + 1:] if (name, n) != ("risk", "suppress"))
+            steps[name].later += (attack,) if name != "export" else ()
             _step_controls(input, output, steps[name])
+        _step_controls(input, output, attack)
         key: reactive.Value[SecretKey | None] = reactive.value(None)
         returned: reactive.Value[int] = reactive.value(0)  # the tab's release came back after a reload
         gone = threading.Event()  # the session has ended (while it waited for a tab of its name to close)
@@ -288,8 +293,10 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         session.on_ended(ended)
         data_step(input, output, desk, steps["data"], folder / "uploads")
         risk_step(input, output, desk, steps["risk"], steps["data"])
+        suppress_step(input, output, desk, steps["suppress"], steps["data"])
         design_step(input, output, desk, steps["design"], steps["data"], folder / "uploads", key, steps["risk"])
         apply_step(input, output, desk, steps["apply"], steps["design"], key)
+        attack_step(input, output, desk, attack, steps["apply"], steps["data"], steps["risk"])
         export_step(input, output, desk, steps["export"], steps["design"], steps["apply"])
         session_bar(input, output, desk, steps, folder / "uploads")
 
@@ -367,6 +374,7 @@ def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
     with reactive.isolate():
         steps["data"].result.set(wb.source)
         steps["risk"].result.set(wb.assessed)
+        steps["suppress"].result.set(None if wb.suppression is None else wb.suppression.view)
         steps["design"].result.set(None if wb.designed is None else wb.designed.view)
         steps["apply"].result.set(wb.applied)
         steps["export"].result.set(wb.exported)
@@ -407,6 +415,7 @@ def settings_form(wb: Workbench) -> dict[str, Any]:
                                  if f.widget == "column"}}
     if wb.sampling_fraction is not None:
         values["sampling_fraction"] = repr(wb.sampling_fraction)
+    values.update(fields.suppress_texts(None if wb.suppression is None else wb.suppression.spec))
     if choices is not None:
         values.update(_design_form(choices, form))
     return values
@@ -738,6 +747,137 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
         return ui.div(ui.p(ui.em(r.note)) if r.note else None,
                       ui.tags.ul(*[ui.tags.li(s) for s in r.sentences]) if r.sentences else None,
                       png(r.plot_png, "goodness of fit of the risk model") if r.plot_png else None)
+
+
+def suppress_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step) -> None:
+    """Between the risk and the design, optional: local suppression to k-anonymity (``pramkit suppress``,
+    through :meth:`pramkit.workbench.Workbench.suppress`).  The records below k are counted live as the settings
+    change, before anything is run; once run, the page shows the values suppressed per key (private: never
+    exported to ``public/``), the lower bound on the fewest suppressions and the records below k after.
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    desk : Desk
+        The session's workbench (``desk.wb``).
+    step, data : Step
+        This step and the data step.
+    """
+    form = fields.suppress_fields()
+
+    def spec() -> Any:
+        return fields.suppress_spec({f.setting: input[f.id]() for f in form})
+
+    @render.ui
+    def suppress_live() -> ui.TagChild:
+        if data.result() is None:
+            return ui.p("Open the data first (step 1).")
+        step.result()  # counted again once a suppression is run or taken back
+        if step.busy():
+            return ui.p(ui.em(f"Counted again once the {step.busy()} step has run."))
+        try:
+            counted = desk.wb.below_k(spec())
+        except PramkitError as exc:
+            return ui.p(ui.em(step.words(outcome_message(exc))))
+        file = "the recoded file" if desk.wb.recode else "the file as opened"
+        return ui.div(ui.p(ui.strong(counted.sentence())),
+                      ui.p(ui.em(f"Counted in {file}, before any suppression; the figures are the file's own "
+                                 "(private).")), class_="suppress-live")
+
+    @reactive.effect
+    @reactive.event(input.run_suppress)
+    def _run() -> None:
+        try:
+            _require(data, "open the data first (step 1)")
+            settings = spec()
+        except ParameterError as exc:
+            step.fail(str(exc), keep=True)
+            return
+        step.start(lambda: desk.wb.suppress(settings), keep=True)
+
+    @reactive.effect
+    @reactive.event(input.undo_suppress)
+    def _back() -> None:
+        if not desk.wb.is_suppressed:
+            step.fail("no suppression to take back: the steps read the file as opened", keep=True)
+            return
+        step.start(lambda: (desk.wb.unsuppress(), None)[1], keep=True)
+
+    @render.ui
+    def suppress_result() -> ui.TagChild:
+        v = step.result()
+        if v is None:
+            return ui.p("No suppression: the design reads the file as opened. Choose the key variables and k, "
+                        "then Suppress.")
+        after = v.after
+        blank = ([ui.p(ui.em(f"{v.blank_records:,} records have every key missing: under the rule 'any' they "
+                             "match every record, which is how few suppressions reach k-anonymity."))]
+                 if v.spec.missing == "any" and v.blank_records else [])
+        return ui.div(
+            ui.p(ui.strong("Suppressed: "), f"{v.total:,} values; {v.bound_words}."),
+            ui.p(ui.strong("After: "), after.sentence()),
+            ui.p(ui.strong("The receipt states: "), v.guarantee, "."),
+            *blank,
+            ui.p(ui.em("The design reads the suppressed file and states the suppression in the manifest. The values "
+                       "suppressed per key (below) are private: shown here, never exported to public/.")),
+            class_="alert alert-info suppress-result")
+
+    output(id="suppress_table")(_table(step, lambda v: v.table))
+
+
+def attack_step(input: Inputs, output: Outputs, desk: Desk, step: Step, applied: Step, data: Step,
+                risk: Step) -> None:
+    """In step 4, once applied: the attack figures of the release (:meth:`pramkit.workbench.Workbench.attack`) in
+    plain words beside its guarantee sentence.  The figures come from the original: private, shown here, never
+    written to ``public/``.
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    desk : Desk
+        The session's workbench (``desk.wb``).
+    step, applied, data, risk : Step
+        The attack, the apply, the data and the risk steps (the risk's first two keys are known by default).
+    """
+
+    @reactive.effect
+    def _known() -> None:
+        a, src = applied.result(), data.result()
+        with reactive.isolate():
+            keys = list(desk.wb.risk_keys) or (list(desk.wb.suppression.spec.keys) if desk.wb.suppression else [])
+        names = [v.name for v in src.variables] if src is not None else []
+        ui.update_selectize("attack_known", choices=names, selected=keys[:2] if a is not None else [])
+
+    @reactive.effect
+    @reactive.event(input.run_attack)
+    def _run() -> None:
+        try:
+            _require(applied, "apply the design first: the attack reads the released file")
+            known = tuple(input.attack_known())
+            if not known:
+                raise ParameterError("choose the columns an attacker knows")
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        step.start(lambda: desk.wb.attack(known))
+
+    @render.ui
+    def attack_figures() -> ui.TagChild:
+        a = applied.result()
+        if a is None:
+            return None
+        r = step.result()
+        figures: list[ui.TagChild] = [ui.p("Pick the columns an attacker knows and click Attack the release.")]
+        if r is not None and r.key_fingerprint == a.key_fingerprint:
+            figures = [ui.p(ui.em(f"Knowing {', '.join(r.known)}; private: computed from the original, never "
+                                  "exported.")),
+                       ui.tags.ul(*(ui.tags.li(sentence) for sentence in r.sentences)),
+                       *(ui.p(ui.em(note)) for note in r.notes)]
+        return ui.layout_columns(
+            ui.div(ui.h5("The guarantee"), ui.p(a.design.guarantee), class_="alert alert-info"),
+            ui.div(ui.h5("What an attack gets"), *figures, class_="alert alert-secondary attack-figures"))
 
 
 def _recode_words(column: str, rule: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ except ModuleNotFoundError as exc:
     raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
 from pramkit.app.fields import METHODS as METHODS  # the designs offered (re-exported: the page's names)
-from pramkit.app.fields import Field, design_fields, methods
+from pramkit.app.fields import Field, design_fields, methods, suppress_fields
 from pramkit.app.live import live_ui
 from pramkit.io_formats import suffix_formats
 
@@ -77,7 +77,8 @@ def page() -> ui.Tag:
     Examples
     --------
     >>> html = str(page())
-    >>> all(f'id="{i}"' in html for i in ("open_census", "run_risk", "run_design", "run_apply", "run_export"))
+    >>> all(f'id="{i}"' in html for i in ("open_census", "run_risk", "run_suppress", "run_design", "run_apply",
+    ...                                    "run_attack", "run_export"))
     True
     """
     return ui.page_fluid(
@@ -85,7 +86,7 @@ def page() -> ui.Tag:
         ui.tags.style(STYLE),
         ui.h2("pramkit: a PRAM release, step by step"),
         session_bar(),
-        ui.navset_tab(data_tab(), risk_tab(), design_tab(), apply_tab(), export_tab(), id="steps"),
+        ui.navset_tab(data_tab(), risk_tab(), suppress_tab(), design_tab(), apply_tab(), export_tab(), id="steps"),
         title="pramkit",
     )
 
@@ -172,6 +173,32 @@ def risk_tab() -> NavSetArg:
     ], "risk")
 
 
+#: The suppression step's tab (optional, between the risk and the design).
+SUPPRESS_TAB = "Suppression (optional)"
+
+
+def suppress_tab() -> NavSetArg:
+    """Between the risk and the design, optional: local suppression to k-anonymity (the settings of
+    :class:`pramkit.workbench.suppression.SuppressSpec`), the records below k counted live as they change, and
+    what the suppression did once run.
+
+    Examples
+    --------
+    >>> html = str(ui.page_fluid(ui.navset_tab(suppress_tab())))
+    >>> all(f'id="{i}"' in html for i in ("suppress_keys", "suppress_k", "suppress_missing", "run_suppress"))
+    True
+    """
+    return _step(SUPPRESS_TAB, [
+        *(design_field(f) for f in suppress_fields()),
+        ui.input_action_button("run_suppress", "Suppress", class_="btn-primary"),
+        ui.input_action_button("undo_suppress", "Take the suppression back"),
+    ], [
+        ui.h4("Records below k, as the settings stand"), ui.output_ui("suppress_live"),
+        ui.output_ui("suppress_result"),
+        ui.output_table("suppress_table"),
+    ], "suppress")
+
+
 def design_tab() -> NavSetArg:
     """Step 3: the design (family, record budget, structure) and its guarantee, ledger and matrices.
 
@@ -239,7 +266,8 @@ def design_field(f: Field) -> ui.TagChild:
 
 
 def apply_tab() -> NavSetArg:
-    """Step 4: the secret key (generated for download, or uploaded; never shown) and the perturbation.
+    """Step 4: the secret key (generated for download, or uploaded; never shown), the perturbation, and the attack
+    figures of the release beside its guarantee (private: from the original).
 
     Examples
     --------
@@ -252,7 +280,12 @@ def apply_tab() -> NavSetArg:
         ui.input_file("key_upload", "Or upload a key file"),
         ui.output_ui("key_status"),
         ui.input_action_button("run_apply", "Apply", class_="btn-primary"),
+        ui.hr(),
+        ui.input_selectize("attack_known", "Columns an attacker knows", choices=[], multiple=True),
+        ui.input_action_button("run_attack", "Attack the release"),
+        ui.output_ui("attack_cancel"), ui.output_ui("attack_error"),
     ], [
+        ui.output_ui("attack_warnings"), ui.output_ui("attack_figures"),
         ui.h4("Values changed"), ui.output_table("changed"),
         ui.output_ui("apply_notes"),
         ui.h4("Risk of the released file"), ui.output_table("risk_after"),

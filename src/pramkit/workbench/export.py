@@ -33,8 +33,9 @@ from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import OutputExistsError, ParameterError
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
 from pramkit.workbench.heard import heard
-from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
+from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE, SUPPRESSED
 from pramkit.workbench.source import Source
+from pramkit.workbench.suppression import Suppressed
 from pramkit.workbench.views import ApplyView, Designed, ExportView
 
 
@@ -45,6 +46,7 @@ class Workbench(Protocol):
     source: Source | None
     base: Source | None
     recode: dict[str, dict[str, Any]]
+    suppression: Suppressed | None
     designed: Designed | None
     applied: ApplyView | None
     risk_keys: tuple[str, ...]
@@ -57,7 +59,10 @@ SCRIPT = "reproduce.sh"
 
 
 def _in_private(wb: Workbench, path: Path) -> str | None:
-    """Where a file of the work folder is exported in ``private/`` (None: it stays where it is)."""
+    """Where a file of the work folder is exported in ``private/`` (None: it stays where it is): a suppression's
+    file and receipt where the script's ``pramkit suppress`` writes them."""
+    if path.resolve().parent.parent == (wb.work / SUPPRESSED).resolve():
+        return path.name
     for folder in (ORIGINAL, INPUTS, RECODED):
         base = (wb.work / folder).resolve()
         if path.resolve().parent == base:
@@ -69,6 +74,12 @@ def _recoded_name(wb: Workbench) -> str:
     """The recoded copy's name in ``private/``."""
     assert wb.source is not None
     return f"recoded{wb.source.path.suffix.lower() or '.csv'}"
+
+
+def _opened(wb: Workbench) -> Source:
+    """The file as opened (before a recoding and a suppression), which the script reads first."""
+    assert wb.source is not None
+    return wb.base if wb.base is not None and (wb.recode or wb.suppression is not None) else wb.source
 
 
 def _shell_path(wb: Workbench, path: Path | str) -> str:
@@ -84,6 +95,8 @@ def _files_in_private(wb: Workbench) -> dict[Path, str]:
     choices = wb.designed.choices
     recode = [wb.work / INPUTS / RECODE_MAP] if wb.recode else []
     base = [] if wb.base is None or wb.base is wb.source else [wb.base.path]
+    if wb.suppression is not None:  # the file suppressed, its receipt, and the recoded copy it was made from
+        base += [wb.suppression.receipt, wb.suppression.before.path]
     candidates = [wb.source.path, *base, *recode, wb.designed.manifest_file] + (
         [] if choices is None else [getattr(choices, name) for name in INPUT_FILES])
     for path in candidates:
@@ -154,8 +167,9 @@ def reproduce_script(wb: Workbench) -> str:
     """
     if wb.source is None or wb.designed is None:
         raise ParameterError("design the release first: the script repeats the design, apply and report steps")
-    base = wb.base if wb.base is not None and wb.recode else wb.source
-    data = f'"$OUT"/private/{_recoded_name(wb)}' if wb.recode else _shell_path(wb, wb.source.path)
+    base = _opened(wb)
+    recoded = f'"$OUT"/private/{_recoded_name(wb)}' if wb.recode else _shell_path(wb, base.path)
+    data = f'"$OUT"/private/{wb.source.path.name}' if wb.suppression is not None else recoded
     released = f'"$OUT"/public/{released_name(wb)}'
     na = " ".join(map(shlex.quote, _na_flags(wb)))
     lines = [
@@ -172,8 +186,9 @@ def reproduce_script(wb: Workbench) -> str:
         *_original_check(wb, base),
         *_key_check(wb),
         'mkdir -p "$OUT"/public "$OUT"/private',
-        *([f'pramkit recode {_shell_path(wb, base.path)} --map "$HERE"/{INPUTS}/{RECODE_MAP} --out {data} {na} --quiet'
-           .replace("  ", " ")] if wb.recode else []),
+        *([f'pramkit recode {_shell_path(wb, base.path)} --map "$HERE"/{INPUTS}/{RECODE_MAP} --out {recoded} {na} '
+           "--quiet".replace("  ", " ")] if wb.recode else []),
+        *_suppress_line(wb, recoded, data, na),
         _design_line(wb, data),
         f'pramkit apply {data} --manifest "$OUT"/public/manifest.json --key-file "$KEY" --out {released} '
         f"{na} --quiet".replace("  ", " "),
@@ -182,6 +197,17 @@ def reproduce_script(wb: Workbench) -> str:
         + f' --out "$OUT"/private/report.html --public "$OUT"/public/report.html {na} --quiet'.replace("  ", " "),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _suppress_line(wb: Workbench, before: str, data: str, na: str) -> list[str]:
+    """The script's ``pramkit suppress`` step (none without a suppression): the settings' flags
+    (:meth:`pramkit.workbench.suppression.SuppressSpec.flags`), the suppressed file and its receipt written in
+    ``OUT/private/``, where the export puts the workbench's."""
+    if wb.suppression is None:
+        return []
+    flags = " ".join(f"{flag} {shlex.quote(value)}" if value is not None else flag
+                     for flag, value in wb.suppression.spec.flags())
+    return [f"pramkit suppress {before} {flags} --out {data} {na} --quiet".replace("  ", " ")]
 
 
 def key_fingerprint(wb: Workbench) -> str | None:
@@ -214,8 +240,10 @@ def original_digest(wb: Workbench) -> str | None:
     """The SHA-256 of the file the release was made from, as opened (before a recoding): the opened file's
     (:attr:`pramkit.source.Source.digest`, read once, when the release is applied); None for a folder of part
     files, whose digest is not one file's."""
-    base = wb.base if wb.base is not None and wb.recode else wb.source
-    if base is None or base.path.is_dir():
+    if wb.source is None:
+        return None
+    base = _opened(wb)
+    if base.path.is_dir():
         return None
     return base.digest
 
@@ -264,6 +292,10 @@ def _design_line(wb: Workbench, data: str) -> str:
         return f'cp {_shell_path(wb, wb.designed.manifest_file)} "$OUT"/public/manifest.json'
     files = {name: _shell_path(wb, getattr(choices, name)) for name in INPUT_FILES
              if getattr(choices, name) is not None}
+    if choices.suppressed_by is not None:  # the receipt the script's pramkit suppress wrote beside the file
+        from pramkit.suppress import RECEIPT_SUFFIX
+
+        files["suppressed_by"] = f"{data}{RECEIPT_SUFFIX}"
     flags = []
     for flag, value in choices.flags():
         name = flag[2:].replace("-", "_")
@@ -332,6 +364,9 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                        "design": (["(the manifest given)"] if wb.designed.choices is None
                                   else wb.designed.choices.to_args()), "key_fingerprint": wb.applied.key_fingerprint,
                        "record_epsilon": wb.designed.view.record_epsilon, "uncovered": list(uncovered),
+                       "suppression": None if wb.suppression is None else {  # private: the counts per key
+                           **wb.suppression.spec.to_dict(), "suppressed": {str(k): int(n) for k, n in zip(
+                               wb.suppression.view.table["key"], wb.suppression.view.table["values suppressed"])}},
                        "files": files}
             write_text_atomic(work / PRIVATE / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n",
                               force=False)

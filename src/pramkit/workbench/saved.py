@@ -2,7 +2,7 @@
 
 A session file (:func:`session_dict`, JSON) holds what the officer chose, never
 a key and never the original data: how the file was opened (its path or name
-and its SHA-256, the census's rows), how it is read, the recoding, the risk
+and its SHA-256, the census's rows), how it is read, the recoding, the local suppression, the risk
 step's keys and the design's choices, with the small input files the design
 read (rules, public frequencies, codebook, a manifest given) as their text,
 and the designs tried with their expected figures (computed from the original:
@@ -63,6 +63,10 @@ class Snapshot:
         The recoding in force (:mod:`pramkit.recode`).
     inputs : mapping
         File name in the work folder's ``inputs/`` -> its bytes.
+    source : Source or None
+        The file the steps read.
+    suppression : pramkit.workbench.suppression.Suppressed or None
+        The local suppression in force.
     """
 
     risk: tuple[RiskView | None, tuple[str, ...], float | None, str | None, str | None]
@@ -70,6 +74,7 @@ class Snapshot:
     recode: Mapping[str, Any]
     inputs: Mapping[str, bytes]
     source: Source | None = None
+    suppression: Any = None
 
     @classmethod
     def of(cls, wb: Workbench) -> Snapshot:
@@ -78,12 +83,13 @@ class Snapshot:
         folder = wb.work / INPUTS
         inputs = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
         return cls((wb.assessed, wb.risk_keys, wb.sampling_fraction, wb.weights, wb.household), designed,
-                   dict(wb.recode), inputs, wb.source)
+                   dict(wb.recode), inputs, wb.source, wb.suppression)
 
     def put_back(self, wb: Workbench) -> None:
         """Make this the workbench's state (a release applied or exported since is forgotten)."""
         wb.assessed, wb.risk_keys, wb.sampling_fraction, wb.weights, wb.household = self.risk
         wb.designed, wb.recode, wb.source = self.designed, dict(self.recode), self.source
+        wb.suppression = self.suppression
         wb.applied = wb.exported = None
         self.put_back_inputs(wb)
 
@@ -140,7 +146,7 @@ def session_dict(wb: Workbench) -> dict[str, Any]:
         choices = wb.designed.choices
         defaults = DesignChoices()
         values = {f.name: getattr(choices, f.name) for f in dataclasses.fields(DesignChoices)
-                  if f.name not in _FILES and f.name not in ("na_values", "sep", "encoding")
+                  if f.name not in _FILES and f.name not in ("na_values", "sep", "encoding", "suppressed_by")
                   and getattr(choices, f.name) != getattr(defaults, f.name)}
         files = {name: {"name": Path(getattr(choices, name)).name,
                         "text": Path(getattr(choices, name)).read_text(encoding="utf-8")}
@@ -155,7 +161,9 @@ def session_dict(wb: Workbench) -> dict[str, Any]:
         design = {"variables": list(wb.designed.variables),
                   "manifest": wb.designed.manifest_file.read_text(encoding="utf-8")}
     return {"format": FORMAT, "version": VERSION, "pramkit": __version__, "data": data,
-            "recode": {k: dict(v) for k, v in wb.recode.items()}, "risk": risk, "design": design,
+            "recode": {k: dict(v) for k, v in wb.recode.items()},
+            "suppress": None if wb.suppression is None else wb.suppression.spec.to_dict(), "risk": risk,
+            "design": design,
             "tried": [t.to_dict() for t in wb.tried]}
 
 
@@ -303,6 +311,10 @@ def restore(wb: Workbench, saved: Mapping[str, Any]) -> tuple[str, ...]:
     wb._history.clear()
     if saved.get("recode"):
         wb.recoding(saved["recode"])
+    if saved.get("suppress"):  # the design then reads the suppressed file (pramkit.workbench.suppression)
+        from pramkit.workbench.suppression import SuppressSpec
+
+        wb.suppress(SuppressSpec.from_dict(saved["suppress"]))
     risk = saved.get("risk")
     if risk:
         wb.risk(risk["keys"], sampling_fraction=risk.get("sampling_fraction"), weights=risk.get("weights"),

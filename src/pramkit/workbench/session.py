@@ -36,9 +36,10 @@ from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
 from pramkit.workbench.heard import heard
-from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
+from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE, SUPPRESSED
 from pramkit.workbench.saved import Snapshot, read_session, restore, session_dict
 from pramkit.workbench.source import Source, describe_file, shown_value
+from pramkit.workbench.suppression import BelowK, Suppressed, SuppressSpec, SuppressView, below_k, key_frame
 from pramkit.workbench.views import ApplyView, Designed, DesignView, ExportView, RiskView, design_view
 
 #: Rows of the built-in census the workbench opens by default.
@@ -103,6 +104,8 @@ class Workbench:
         self.recode: dict[str, dict[str, Any]] = {}
         self.opened: dict[str, Any] = {}  # how the file was opened (a session file says it again)
         self.base: Source | None = None  # the file as opened (``source`` is its recoded copy after a recoding)
+        self.suppression: Suppressed | None = None  # the local suppression in force (``source``: its output)
+        self._frames: dict[Path, pd.DataFrame] = {}  # the columns read for the live count, per file
         self._history: list[Snapshot] = []
         self.tried: list[Any] = []  # the designs previewed, for the risk-utility map (pramkit.workbench.preview)
         self._problem: tuple[Any, Any] | None = None  # the risk step's problem set, read once
@@ -247,6 +250,7 @@ class Workbench:
         self.designed = self.applied = self.assessed = self.exported = None
         self.risk_keys, self.sampling_fraction, self.weights, self.household = (), None, None, None
         self.recode, self._history, self.tried = {}, [], []
+        self.suppression, self._frames = None, {}
         return source
 
     def _source(self) -> Source:
@@ -297,6 +301,7 @@ class Workbench:
         recoding.check(base.names, base.label)
         with self._change():
             self.designed = self.applied = self.assessed = self.exported = None
+            self.suppression = None  # made from the file before the recoding: suppress again if wanted
             if not recoding.rules:
                 self.source, self.recode = base, {}
                 (self.work / INPUTS / RECODE_MAP).unlink(missing_ok=True)
@@ -332,6 +337,141 @@ class Workbench:
     def is_recoded(self) -> bool:
         """Whether the release reads a recoded copy of the file (the script then runs ``pramkit recode`` first)."""
         return bool(self.recode)
+
+    # -- step 2b: local suppression (optional) ----------------------------
+    @property
+    def unsuppressed(self) -> Source:
+        """The file a suppression reads: the file as opened, or its recoded copy (never a suppressed one)."""
+        if self.suppression is not None:
+            return self.suppression.before
+        return self._source()
+
+    def below_k(self, spec: SuppressSpec) -> BelowK:
+        """The records whose combination of the spec's keys fewer than k records share in the file a suppression
+        reads (:attr:`unsuppressed`), by its rule, within its strata: the live count, before anything is run.
+
+        The file is read once per column (kept for the next count); nothing is written.
+
+        Parameters
+        ----------
+        spec : SuppressSpec
+            The settings (checked).
+
+        Returns
+        -------
+        BelowK
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=2_000)
+        ...     count = wb.below_k(SuppressSpec(keys=("age", "sex", "race"), k=5))
+        ...     print(count.records, count.violating > 0, count.k)
+        2000 True 5
+        """
+        spec.check()
+        source = self.unsuppressed
+        columns = [*spec.keys, *(spec.strata or ())]
+        held = self._frames.get(source.path)
+        wanted = [c for c in columns if held is None or c not in held.columns]
+        if wanted:
+            read = key_frame(source.path, wanted, source.reading)
+            held = read if held is None else pd.concat([held, read], axis=1)
+            self._frames = {source.path: held}
+        assert held is not None
+        return below_k(held[columns], spec)
+
+    def suppress(self, spec: SuppressSpec) -> SuppressView:
+        """Make the file k-anonymous by local suppression (:func:`pramkit.suppress.suppress_file`, as ``pramkit
+        suppress`` with the same settings): the later steps read the suppressed file, the design states the
+        suppression (``--suppressed-by``), the export keeps the suppressed file and its receipt in ``private/``
+        (where the script's ``pramkit suppress`` writes them) and the script suppresses again.  Undoable.
+
+        Parameters
+        ----------
+        spec : SuppressSpec
+            The settings.
+
+        Returns
+        -------
+        SuppressView
+            The values suppressed per key (private), the lower bound, the records below k before and after.
+
+        Raises
+        ------
+        ParameterError
+            Bad settings (nothing run).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=2_000)
+        ...     view = wb.suppress(SuppressSpec(keys=("age", "sex", "race"), k=3, method="heuristic"))
+        ...     print(view.before.violating > 0, view.after.violating, view.total >= view.lower_bound)
+        ...     print(wb.source.path.name, wb.is_suppressed)
+        True 0 True
+        suppressed.csv True
+        """
+        from pramkit.suppress import suppress_file
+
+        spec.check()
+        before = self.unsuppressed
+        counted = self.below_k(spec)
+        with self._change():
+            folder = self.work / SUPPRESSED
+            folder.mkdir(mode=0o700, exist_ok=True)
+            run = folder / str(len(list(folder.iterdir())) + 1)
+            run.mkdir(mode=0o700)
+            out = run / f"suppressed{before.path.suffix.lower() or '.csv'}"
+            try:
+                with heard() as said:
+                    result = suppress_file(before.path, list(spec.keys), spec.k, out, **spec.keywords(),
+                                           **before.reading)
+                made = describe_file(out, label=before.label, na_values=before.na_values, sep=before.sep,
+                                     encoding=before.encoding)
+            except BaseException:
+                shutil.rmtree(run, ignore_errors=True)
+                raise
+            self.source = dataclasses.replace(made, categories=before.categories)
+            self.designed = self.applied = self.exported = None  # made from another file
+            after = below_k(key_frame(out, [*spec.keys, *(spec.strata or ())], self.source.reading), spec)
+            table = pd.DataFrame({"key": list(result.suppressed),
+                                  "values suppressed": [int(n) for n in result.suppressed.values()]})
+            import json
+
+            receipt = json.loads(Path(result.receipt).read_text(encoding="utf-8"))
+            view = SuppressView(spec, table, result.total, result.lower_bound, result.optimal, result.method,
+                                counted, after, str(receipt["guarantee"]), result.blank_records, self.said(said))
+            self.suppression = Suppressed(spec, view, Path(result.receipt), before)
+            return view
+
+    def unsuppress(self) -> Source:
+        """Take the suppression back: the later steps read the file it was made from.  Undoable.
+
+        Returns
+        -------
+        Source
+
+        Raises
+        ------
+        ParameterError
+            No suppression is in force.
+        """
+        if self.suppression is None:
+            raise ParameterError("no suppression to take back: the steps read the file as opened")
+        with self._change():
+            self.source, self.suppression = self.suppression.before, None
+            self.designed = self.applied = self.exported = None
+            return self.source
+
+    @property
+    def is_suppressed(self) -> bool:
+        """Whether the release reads a suppressed copy of the file (the script then runs ``pramkit suppress``)."""
+        return self.suppression is not None
 
     # -- step 2: the risk before ------------------------------------------
     def risk(self, keys: Sequence[str], *, sampling_fraction: float | None = None, weights: str | None = None,
@@ -461,6 +601,10 @@ class Workbench:
         source = self._source()
         if self.recode and choices.recoded_by is None:  # the manifest states the recoding (public: it is declared)
             choices = dataclasses.replace(choices, recoded_by=self.work / INPUTS / RECODE_MAP)
+        if self.suppression is not None:  # the manifest states the suppression: the guarantee is the combined one
+            choices = dataclasses.replace(choices, suppressed_by=self.suppression.receipt)
+        elif choices.suppressed_by is not None:
+            choices = dataclasses.replace(choices, suppressed_by=None)
         names = tuple(_names(variables, "variables to perturb"))
         choices = self._kept_inputs(choices, source)
         key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
@@ -575,7 +719,12 @@ class Workbench:
             (RECODE_MAP, "the recoding"))}
         if self.base is not None:
             names[self.base.path] = self.base.label
-        if self.source is not None and self.source is not self.base:
+        if self.suppression is not None and self.source is not None:
+            names[self.suppression.receipt] = "the suppression's receipt"
+            names[self.source.path] = f"{self.base.label if self.base else 'the file'} (suppressed)"
+            if self.suppression.before is not self.base:
+                names[self.suppression.before.path] = f"{self.suppression.before.label} (recoded)"
+        elif self.source is not None and self.source is not self.base:
             names[self.source.path] = f"{self.source.label} (recoded)"
         return page_words(message, hidden=[self.work, *hidden], names=names)
 
@@ -597,7 +746,7 @@ class Workbench:
         return bool(self._history)
 
     def undo(self) -> None:
-        """Take back the last change of the settings (a risk assessment, a design, a recoding).
+        """Take back the last change of the settings (a risk assessment, a design, a recoding, a suppression).
 
         The steps show again what they showed before it; a release applied since is forgotten
         (apply again, with the key: the workbench never keeps a key in its history).
@@ -802,6 +951,57 @@ class Workbench:
         except ParameterError as exc:  # e.g. a joint variable whose columns are not all keys: say why
             return RiskView.not_computed(f"not computed: {exc}")
         return RiskView.of(result.to_dict())
+
+    def attack(self, known: Sequence[str]) -> Any:
+        """Attack the applied release (:func:`pramkit.risk.attack.attack`): the reconstruction, the linkage and,
+        without a suppression, the Bayes ceiling of each perturbed column, knowing ``known``, every other column a
+        target, against the file the release was made from (the file as opened, recoded if it was: the records
+        the released file holds in their order).  The figures come from the original: private, never written to
+        ``public/``.
+
+        Parameters
+        ----------
+        known : sequence of str
+            The columns the attacker knows.
+
+        Returns
+        -------
+        pramkit.workbench.attacked.AttackView
+            The figures in plain words (:func:`pramkit.risk.attack_words.attack_sentences`).
+
+        Raises
+        ------
+        ParameterError
+            Nothing is applied, or a known column is not in the file.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pramkit.kernel.rng import SecretKey
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=1_000)
+        ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
+        ...     _ = wb.apply(SecretKey(bytes(range(32)), "a test key"))
+        ...     view = wb.attack(["age", "race"])
+        >>> view.known, any("Bayes" in s or "joint law" in s for s in view.sentences)
+        (('age', 'race'), True)
+        """
+        from pramkit.workbench.attacked import attack_view
+
+        if self.applied is None or self.source is None:
+            raise ParameterError("apply the release first: the attack reads the released file")
+        absent = [c for c in known if c not in self.source.names]
+        if absent:
+            raise ParameterError(f"{absent[0]!r} is not a column of {self.source.label}")
+        made = self.work / RELEASE
+        original = self.unsuppressed
+        note = ("no Bayes ceiling: the release was made from the suppressed file, whose missing values are not "
+                "the original's" if self.suppression is not None else "")
+        with heard():
+            return attack_view(original.path, made / released_name(self), list(known), original.reading,
+                               manifest=None if self.suppression is not None else made / "manifest.json",
+                               key_fingerprint=self.applied.key_fingerprint, note=note)
 
     # -- step 5: export ---------------------------------------------------
     def script(self) -> str:
