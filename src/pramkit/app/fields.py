@@ -409,7 +409,7 @@ STEP_FIELDS = {"risk_keys": "columns", "sampling_fraction": "text", "risk_weight
 
 def suppress_fields() -> tuple[Field, ...]:
     """The suppression step's fields, one for each setting of
-    :class:`pramkit.workbench.suppression.SuppressSpec` in the order declared (ids ``suppress_`` and the
+    :class:`pramkit.release.suppress_spec.SuppressSpec` in the order declared (ids ``suppress_`` and the
     setting's name): a new setting is a new field.
 
     Examples
@@ -420,7 +420,7 @@ def suppress_fields() -> tuple[Field, ...]:
     >>> fields["method"].widget, fields["importance"].widget, fields["time_limit"].more
     ('select', 'columns', False)
     """
-    from pramkit.workbench.suppression import SuppressSpec
+    from pramkit.release.suppress_spec import SuppressSpec
 
     return tuple(Field(s.name, "suppress_" + s.name, widget_of(s), s.label,
                        s.help.replace("%(default)s", str(s.default)).replace("%%", "%"), _choices_of(s),
@@ -447,7 +447,7 @@ def suppress_spec(values: Mapping[str, Any]) -> Any:
     ...
     pramkit.errors.ParameterError: k must be a whole number, got 'four'
     """
-    from pramkit.workbench.suppression import SuppressSpec
+    from pramkit.release.suppress_spec import SuppressSpec
 
     known = {s.name: s for s in settings(SuppressSpec)}
     given = {name: parse_text(known[name], text if isinstance(text, str) else ",".join(text))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pramkit.cli._common import Files, add_csv_dialect, add_na_values, add_quiet, comma_names, note, print_json
 from pramkit.cli.commands import HELP
+from pramkit.release.suppress_spec import SuppressSpec
+from pramkit.settings import add_arguments
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,21 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                          "(at least 2, at most the file's rows)")
     p.add_argument("--out", required=True, type=Path, help="the released file (its suffix gives its format); its "
                                                            "receipt is written beside it, OUT.suppression.json")
-    p.add_argument("--importance", metavar="A,B,...",
-                   help="every key once, least important first: suppressed first (default: the key with the most "
-                        "categories first, as sdcMicro)")
-    p.add_argument("--strata", metavar="S,...", help="columns whose combinations are strata: k-anonymity within each "
-                                                     "(released as they are; no key may be one)")
-    p.add_argument("--missing", choices=("own", "any"), default="own",
-                   help="how a missing value counts: own: it is a value of its own, as an intruder reads the file "
-                        "(default); any: it matches any value (sdcMicro's rule, under which k - 1 blanked records "
-                        "satisfy every other record)")
-    p.add_argument("--method", choices=("auto", "exact", "heuristic"), default="auto",
-                   help="auto: the exact program when it is small enough, else the greedy heuristic (default); exact: "
-                        "the program, refused when it does not prove its optimum in --time-limit; heuristic: the "
-                        "greedy alone")
-    p.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
-                   help="seconds the exact program may take per stratum (default %(default)s)")
+    # the optional settings, declared once with the app's form and the reproducing script's command
+    add_arguments(p, SuppressSpec, names=("missing", "strata", "importance", "method", "time_limit"))
     p.add_argument("--force", action="store_true", help="replace an existing --out and its receipt")
     p.add_argument("--json", action="store_true", help="print one JSON object (the private summary)")
     add_na_values(p)
@@ -101,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.ledger import MISSING_RULE_WORDS
     from pramkit.suppress import suppress_file
 
-    strata = comma_names(args.strata) or None
-    importance = comma_names(args.importance) if args.importance is not None else None
+    strata = list(args.strata) if args.strata else None
+    importance = list(args.importance) if args.importance is not None else None
     result = suppress_file(args.data, comma_names(args.keys), args.k, args.out, importance=importance, strata=strata,
                            missing=args.missing, method=args.method, time_limit=args.time_limit,
                            na_values=args.na_values, sep=args.sep, encoding=args.encoding, force=args.force)

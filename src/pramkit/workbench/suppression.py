@@ -1,10 +1,10 @@
 """Local suppression as a step of the workbench: its settings declared once, the live count, what it did.
 
-:class:`SuppressSpec` declares every setting of ``pramkit suppress`` the workbench offers (the key
+:class:`pramkit.release.suppress_spec.SuppressSpec` declares every setting of ``pramkit suppress`` (the key
 variables, k, the rule for a missing value, the importance order, the strata, the solver and its time
-limit) with its type, rule, help text, flag and the label of its field: the app's form is made from it
+limit) with its type, rule, help text, flag and the label of its field: the command's flags, the app's form
 (:func:`pramkit.app.fields.suppress_fields`) and the reproducing script's ``pramkit suppress`` command
-from its flags (:meth:`SuppressSpec.flags`), so the three cannot disagree.
+(:meth:`SuppressSpec.flags`) are made from it, so they cannot disagree.
 
 :func:`below_k` is the live count the page shows as the settings change (before anything is run): the
 records whose combination of the keys fewer than k records share (:func:`pramkit.risk.kanonymity.
@@ -16,7 +16,6 @@ suppressions and whether the count is proven the fewest, and the records below k
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,111 +24,7 @@ from typing import Any
 import pandas as pd
 
 from pramkit.errors import ParameterError
-from pramkit.settings import check_rules, flags, setting
-from pramkit.validate import Choice, Instance, Number
-
-
-def column_names(text: str) -> tuple[str, ...]:
-    """Column names written comma-separated (as the command line's ``--keys A,B``), stripped, empty parts left out.
-
-    Examples
-    --------
-    >>> column_names(" urbrur, roof ,,sex")
-    ('urbrur', 'roof', 'sex')
-    """
-    return tuple(t.strip() for t in str(text).split(",") if t.strip())
-
-
-_NAMES = Instance((tuple, list), "column names, comma-separated")
-
-
-@dataclass(frozen=True)
-class SuppressSpec:
-    """The settings of ``pramkit suppress`` the workbench offers, declared once (:mod:`pramkit.settings`).
-
-    Examples
-    --------
-    >>> spec = SuppressSpec(keys=("urbrur", "roof"), k=3, missing="any")
-    >>> spec.check()
-    >>> spec.flags()
-    [('--keys', 'urbrur,roof'), ('--k', '3'), ('--missing', 'any')]
-    >>> SuppressSpec(keys=("a",), k=1).check()
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: k must be a whole number >= 2, got 1
-    >>> SuppressSpec(keys=("a", "b"), importance=("b",)).check()
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: the importance order names every key once (a, b), got b
-    """
-
-    keys: tuple[str, ...] = setting((), column_names, _NAMES, "the key variables: every combination of them "
-                                    "appears at least k times in the suppressed file", label="Key variables",
-                                    widget="columns")
-    k: int = setting(3, int, Number(int, low=2), "every combination of the keys appears at least k times (at "
-                     "least 2, at most the file's rows)", label="k")
-    missing: str = setting("own", str, Choice(("own", "any")), "how a missing value counts: own: it is a value of "
-                           "its own, as an intruder reads the file (default); any: it matches any value (sdcMicro's "
-                           "rule, under which k - 1 blanked records satisfy every other record)",
-                           label="A missing value")
-    strata: tuple[str, ...] | None = setting(None, column_names, _NAMES, "columns whose combinations are strata: "
-                                             "k-anonymity within each (released as they are; no key may be one)",
-                                             label="Strata (optional)", widget="columns")
-    importance: tuple[str, ...] | None = setting(
-        None, column_names, _NAMES, "every key once, least important first: suppressed first (default: the key "
-        "with the most categories first, as sdcMicro)", label="Importance order (optional; least important first)",
-        widget="columns")
-    method: str = setting("auto", str, Choice(("auto", "exact", "heuristic")), "auto: the exact program when it "
-                          "is small enough, else the greedy heuristic (default); exact: the program, refused when "
-                          "it does not prove its optimum in the time limit; heuristic: the greedy alone",
-                          label="Solver")
-    time_limit: float = setting(60.0, float, Number(float, low=0, low_open=True), "seconds the exact program may "
-                                "take per stratum (default %(default)s)", label="Time limit of the exact program "
-                                "(seconds)")
-
-    def check(self) -> None:
-        """Refuse a setting its rule refuses, no key, or an importance order that is not the keys' (one line)."""
-        check_rules(self)
-        if not self.keys:
-            raise ParameterError("choose at least one key variable to make k-anonymous")
-        if len(set(self.keys)) < len(self.keys):
-            raise ParameterError(f"the key variables repeat a column: {', '.join(self.keys)}")
-        if self.importance and sorted(self.importance) != sorted(self.keys):
-            raise ParameterError(f"the importance order names every key once ({', '.join(self.keys)}), got "
-                                 f"{', '.join(self.importance)}")
-
-    def flags(self) -> list[tuple[str, str | None]]:
-        """The flags of ``pramkit suppress`` that give these settings: ``--keys`` and ``--k`` (the command requires
-        them), then those not at their default."""
-        given = dataclasses.replace(self, strata=self.strata or None, importance=self.importance or None)
-        rest = [(flag, value) for flag, value in flags(given) if flag not in ("--keys", "--k")]
-        return [("--keys", ",".join(self.keys)), ("--k", str(self.k)), *rest]
-
-    def keywords(self) -> dict[str, Any]:
-        """The keywords of :func:`pramkit.suppress.suppress_file` these settings give."""
-        return {"importance": list(self.importance) if self.importance else None,
-                "strata": list(self.strata) if self.strata else None, "missing": self.missing,
-                "method": self.method, "time_limit": self.time_limit}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON values (a session file)."""
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-                for f in dataclasses.fields(self)}
-
-    @classmethod
-    def from_dict(cls, values: Any) -> SuppressSpec:
-        """The settings of :meth:`to_dict` (lists as tuples).
-
-        Examples
-        --------
-        >>> spec = SuppressSpec(keys=("a", "b"), k=2, strata=("s",))
-        >>> SuppressSpec.from_dict(spec.to_dict()) == spec
-        True
-        """
-        known = {f.name for f in dataclasses.fields(cls)}
-        given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in dict(values).items()
-                                 if k in known}
-        return cls(**given)
+from pramkit.release.suppress_spec import SuppressSpec, column_names
 
 
 def key_frame(path: Path, columns: Sequence[str], reading: dict[str, Any]) -> pd.DataFrame:
