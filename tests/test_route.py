@@ -43,6 +43,8 @@ CALLBACKS: dict[tuple[str, str], str] = {
                                                    "made with: a value handed down, not a name of a higher floor",
     ("pramkit.validate", "pramkit.release.spec"): "the rules of --epsilon-per-variable, --keep-codes, --sampling "
                                                   "and --target are made with their own checks, handed down alike",
+    ("pramkit.settings", "pramkit.release.spec"): "pramkit.settings.checked checks the specification it is given "
+                                                  "once, by the spec's own check: a value handed down",
     ("pramkit.ledger", "pramkit.manifest"): "the guarantee sentence asks the manifest it is given for its columns "
                                             "and facts, while pramkit.ledger stands below pramkit.manifest (after "
                                             "the design: the command's printout)",
@@ -176,7 +178,7 @@ def test_the_route_of_epsilon_from_the_command_line_checks_and_derives_each_thin
         return sum(1 for c in cli_route if (c.callee, c.callee_name) == (module, function)
                    and all(c.arguments.get(k) == v for k, v in arguments.items()))
 
-    assert count("pramkit.release.spec", "ReleaseSpec._check") == 1          # the settings, once
+    assert count("pramkit.settings", "check_rules") == 1                     # the settings, once
     assert count("pramkit.release.plan", "plan_release") == 1                 # the plan, once
     assert count("pramkit.validate", "positive", value=2.5) == 1              # the budget's rule, once
     assert count("pramkit.design.registry", "DesignFamily.takes_budget") == 1  # handed down in the plan
@@ -185,7 +187,8 @@ def test_the_route_of_epsilon_from_the_command_line_checks_and_derives_each_thin
     assert count("pramkit.source", "Source.__init__") == 1                    # the data opened once
     assert not _climbs(cli_route), _climbs(cli_route)
     seen = {(c.caller, c.callee) for c in cli_route if c.up}
-    assert seen == {("pramkit.validate", "pramkit.release.rules"), ("pramkit.ledger", "pramkit.manifest")}
+    assert seen == {("pramkit.validate", "pramkit.release.rules"), ("pramkit.ledger", "pramkit.manifest"),
+                    ("pramkit.settings", "pramkit.release.spec")}
 
 
 def test_each_callback_is_still_taken() -> None:
@@ -209,9 +212,8 @@ def test_the_recorder_sees_a_call_that_goes_up() -> None:
     back = Call("pramkit.release.assemble", "assemble", "pramkit.release.count", "count_release", {})
     assert _back([back]) == [("pramkit.release.assemble", "assemble", "pramkit.release.count", "count_release")]
     with recorded() as calls:
-        ReleaseSpec(epsilon=1.0).check()
-    assert [c.arguments["skip"] for c in calls if (c.caller_name, c.callee_name) == ("ReleaseSpec._check",
-                                                                                    "check_rules")] == [()]
+        ReleaseSpec(epsilon=1.0).plan(["age"])
+    assert sum(1 for c in calls if (c.caller_name, c.callee_name) == ("ReleaseSpec.check", "check_rules")) == 1
 
 
 def test_the_architecture_page_draws_the_route_of_epsilon(cli_route: list[Call]) -> None:

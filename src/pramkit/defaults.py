@@ -31,3 +31,5 @@ RULE_BREAKING = ("error", "keep")
 #: The two folders of a release: publishable, and never to be published (a private output, one that names
 #: records of the original, is never written inside a folder of the first name).
 PUBLIC_FOLDER, PRIVATE_FOLDER = "public", "private"
+#: The orders of the rows ``pramkit new-ids`` can give (:func:`pramkit.engine.ids.new_ids`).
+NEW_IDS_SHUFFLES: tuple[str, ...] = ("households", "within", "records", "none")

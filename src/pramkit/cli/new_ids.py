@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> str(args.data), args.id, args.shuffle, args.func is run
     ('d.csv', 'hid', 'households', True)
     """
-    from pramkit.engine.ids import SHUFFLES
+    from pramkit.defaults import NEW_IDS_SHUFFLES
 
     p = sub.add_parser("new-ids", help=HELP["new-ids"],
                        description="Replace every distinct value of a grouping column (a household id) by a keyed "
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--id", required=True, metavar="COLUMN", help="the grouping column whose values are replaced")
     p.add_argument("--out", required=True, type=Path, help="the released file (its suffix gives its format); its "
                                                            "receipt is written beside it, OUT.new-ids.json")
-    p.add_argument("--shuffle", choices=SHUFFLES, default="households",
+    p.add_argument("--shuffle", choices=NEW_IDS_SHUFFLES, default="households",
                    help="the order of the rows: households: each id's records together and in their order, the ids "
                         "in increasing order (default); within: the same, each id's records in a keyed order; "
                         "records: every row in a keyed order; none: the rows as they were")

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES, NEW_IDS_SHUFFLES
 from pramkit.errors import ParameterError
 from pramkit.kernel.rng import SecretKey, resolve_key, words_at
 
@@ -53,7 +53,7 @@ NEW_IDS_STREAM = "\x00pramkit:new ids"
 #: The stream of the order of the rows.
 ROWS_STREAM = "\x00pramkit:new ids rows"
 #: The orders of the rows :func:`new_ids` can give.
-SHUFFLES = ("households", "within", "records", "none")
+SHUFFLES = NEW_IDS_SHUFFLES
 
 
 def _digest(column: str, distinct: pd.Index) -> bytes:

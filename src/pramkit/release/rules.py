@@ -77,8 +77,7 @@ def check_settings(**values: Any) -> None:
 
 
 def check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
-    """Refuse a split the family does not design (``split`` itself is checked by :data:`RULES`); inside the
-    :func:`pramkit.settings.checked` block of a specification, its check has done it.
+    """Refuse a split the family does not design (``split`` itself is checked by :data:`RULES`).
 
     Examples
     --------
@@ -87,8 +86,6 @@ def check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
     ...
     pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
     """
-    if "split" in handed_on():
-        return
     if split == "joint" and method != "dp" and method not in JOINT_METHODS:
         raise ParameterError(f"split 'joint' is for methods {', '.join(('dp', *JOINT_METHODS))}; method {method!r} "
                              "designs each variable on its own (split equal)")
