@@ -126,7 +126,16 @@ SEVENTH = '''
 from pramkit.methods.contract import PublicField, PublicFile, ReleaseMethod
 
 NOTE = PublicFile("microaggregation note", "pramkit.microaggregation", "pramkit microaggregation note",
-                  "What microaggregation averaged.")
+                  "What microaggregation averaged.", audit="scratch_methods.microaggregation:audit_note")
+
+
+def audit_note(raw, path, request):
+    """The note's own audit: its declared fields walked, as pramkit audit does."""
+    from pramkit.audit import AuditResult
+    from pramkit.audit.declared import FieldContext, field_checks
+
+    checks = field_checks(FieldContext("microaggregation note", raw, audit="microaggregation", subject="note"))
+    return AuditResult(("microaggregation",), tuple(checks), 0.0)
 METHOD = ReleaseMethod(
     name="microaggregation", summary="values replaced by the mean of groups of k records",
     commands=("apply",), doors=("pramkit.engine.perturb:apply_file",), specs=(None,), files=(NOTE,),
@@ -163,6 +172,15 @@ def test_a_seventh_method_is_one_package(with_seventh: dict[str, Any], release: 
     assert "| microaggregation note | microaggregation | `averaged.*` |" in field_table()
     assert "| manifest | microaggregation | `microaggregation.k` |" in field_table()
     assert file_kind({"format": "pramkit.microaggregation"}) == "microaggregation note"
+    # pramkit audit routes the new kind of file to the audit its declaration names
+    note_file = release / "note.json"
+    note_file.write_text(json.dumps({"format": "pramkit.microaggregation", "averaged": {"income": 12}}))
+    from pramkit.audit import audit
+
+    result = audit(note_file)
+    assert result.audits == ("microaggregation",) and [c.passed for c in result.checks] == [True]
+    note_file.write_text(json.dumps({"format": "pramkit.microaggregation", "smoothed": 1}))
+    assert [(c.field, c.passed) for c in audit(note_file).checks] == [("smoothed", False)]
     # the audit's walk of a real manifest with the new method's field: declared, so not a failure
     raw = json.loads((release / "m.json").read_text())
     raw["microaggregation"] = {"k": 3}

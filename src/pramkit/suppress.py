@@ -73,6 +73,7 @@ import pandas as pd
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.ledger import MISSING_RULE_WORDS
+from pramkit.methods.suppression.fields import RECEIPT_FILE
 from pramkit.risk.kanonymity import agree as _agree  # the counting stands on the risk floor; its names stay here
 from pramkit.risk.kanonymity import check_columns, key_codes, record_frequencies
 
@@ -81,8 +82,7 @@ MISSING_RULES = ("any", "own")
 #: The solvers.
 METHODS = ("auto", "exact", "heuristic")
 #: The format and version of the public receipt.
-FORMAT = "pramkit.suppression"
-VERSION = 1
+FORMAT, VERSION = RECEIPT_FILE.format, int(RECEIPT_FILE.version or 1)
 #: The largest exact program tried by ``method="auto"``: variables, and agreeing pairs of released vectors
 #: (``"any"``).
 EXACT_LIMIT = {"variables": 60_000, "pairs": 2_000_000}

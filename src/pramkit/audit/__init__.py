@@ -23,7 +23,7 @@ from pramkit.audit.result import AuditResult, Check
 from pramkit.errors import ParameterError, PramkitError
 from pramkit.validate import SPARK_MASTER, engine_name
 
-__all__ = ["AuditResult", "Check", "audit"]
+__all__ = ["AuditRequest", "AuditResult", "Check", "audit", "audit_new_ids", "audit_suppression", "audit_synthesis"]
 
 
 def audit(manifest: str | Path, *, released: str | Path | None = None, original: str | Path | None = None,
@@ -108,19 +108,11 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     if key is not None:
         key = resolve_key(key)  # an unreadable key is refused before any work
     text_encoding(encoding), csv_separator(sep)  # checked before any work
-    synthesis = _public_json(manifest, "synthesis manifest")
-    if synthesis is not None and backend == "spark":
-        raise ParameterError("a synthesized release is audited on this machine: leave out --backend spark")
-    if synthesis is not None:
-        return _synthesis_audit(synthesis, manifest, released, original, key, engine, sep, encoding, na_values,
-                                start)
-    suppressed = _suppression_route(manifest, released, original, key, engine, backend, sep, encoding, na_values,
-                                    start)
-    if suppressed is not None:
-        return suppressed
-    renumbered = _ids_route(manifest, released, original, key, engine, backend, sep, encoding, na_values, start)
-    if renumbered is not None:
-        return renumbered
+    request = AuditRequest(None if released is None else Path(released), None if original is None else Path(original),
+                           key, engine, backend, sep, encoding, None if na_values is None else tuple(na_values), start)
+    own = _audited_on_its_own(manifest, request)  # a public file whose method audits it (pramkit.methods)
+    if own is not None:
+        return own
     try:
         read_manifest(manifest)
     except ManifestError as exc:  # a forged field the reader refuses: failed, named, and nothing more to audit
@@ -153,6 +145,47 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
 
 
+@dataclasses.dataclass(frozen=True)
+class AuditRequest:
+    """What ``pramkit audit`` was given besides the public file: the released file, the original, the key, the
+    engine and backend asked for, how the files are read, and when the audit started."""
+
+    released: Path | None
+    original: Path | None
+    key: Any
+    engine: bool
+    backend: str
+    sep: str
+    encoding: str
+    na_values: tuple[str, ...] | None
+    start: float
+
+    def refuse(self, what: str, *, key: bool = False) -> None:
+        """Refuse a backend or an engine (and, with ``key``, a key) that ``what`` has no use for, in one line."""
+        if self.backend == "spark" or self.engine or (key and self.key is not None):
+            extra = " and --key-file (nothing was drawn at random)" if key else ""
+            raise ParameterError(f"{what} is audited on this machine, with no engine: leave out --backend spark, "
+                                 f"--engine{extra}")
+
+
+def _audited_on_its_own(manifest: str | Path, request: AuditRequest) -> AuditResult | None:
+    """The audit of a public file its release method audits on its own (a kind whose declaration names an audit:
+    :attr:`pramkit.methods.PublicFile.audit`), else ``None``."""
+    import importlib
+
+    from pramkit.methods import public_files
+
+    for kind, public in public_files().items():
+        if public.audit is None:
+            continue
+        raw = _public_json(manifest, kind)
+        if raw is not None:
+            module, _, name = public.audit.partition(":")
+            audited: AuditResult = getattr(importlib.import_module(module), name)(raw, Path(manifest), request)
+            return audited
+    return None
+
+
 def _public_json(path: str | Path, kind: str) -> dict[str, Any] | None:
     """The JSON of a public file when it is of ``kind`` (:func:`pramkit.methods.file_kind`), else ``None``."""
     from pramkit._json import read_json
@@ -169,36 +202,21 @@ def _public_json(path: str | Path, kind: str) -> dict[str, Any] | None:
     return raw if file_kind(raw) == kind else None
 
 
-def _suppression_route(manifest: str | Path, released: str | Path | None, original: str | Path | None, key: Any,
-                       engine: bool, backend: str, sep: str, encoding: str, na_values: Sequence[str] | None,
-                       start: float) -> AuditResult | None:
-    """The audit of a release by local suppression when ``manifest`` is its receipt, else ``None``."""
-    raw = _public_json(manifest, "suppression receipt")
-    if raw is None:
-        return None
-    if backend == "spark" or engine or key is not None:
-        raise ParameterError("a release by local suppression is audited on this machine, without an engine or a key "
-                             "(nothing was drawn at random): leave out --backend spark, --engine and --key-file")
-    return _suppression_audit(raw, manifest, released, original, sep, encoding, na_values, start)
-
-
-def _suppression_audit(raw: dict[str, Any], receipt: str | Path, released: str | Path | None,
-                       original: str | Path | None, sep: str, encoding: str, na_values: Sequence[str] | None,
-                       start: float) -> AuditResult:
-    """The audit of a release by local suppression: every field of its receipt (k-anonymity recounted in the
-    released file), and, with the original, that the released file is the original with key values made missing
-    and nothing else changed."""
+def audit_suppression(raw: dict[str, Any], receipt: Path, request: AuditRequest) -> AuditResult:
+    """The audit of a release by local suppression (its receipt given as the manifest): every field of its receipt
+    (k-anonymity recounted in the released file), and, with the original, that the released file is the original
+    with key values made missing and nothing else changed."""
     from pramkit.audit.declared import FieldContext, field_checks
 
-    ctx = FieldContext("suppression receipt", raw, audit="suppression", subject="receipt",
-                       manifest_path=Path(receipt), released=None if released is None else Path(released),
-                       original=None if original is None else Path(original),
-                       na_values=None if na_values is None else tuple(na_values), sep=sep, encoding=encoding)
+    request.refuse("a release by local suppression", key=True)
+    ctx = FieldContext("suppression receipt", raw, audit="suppression", subject="receipt", manifest_path=receipt,
+                       released=request.released, original=request.original, na_values=request.na_values,
+                       sep=request.sep, encoding=request.encoding)
     audits, checks = ["suppression"], field_checks(ctx)
-    if original is not None and released is not None:
+    if request.original is not None and request.released is not None:
         audits.append("release")
-        checks.append(_suppressed_only(raw, Path(original), Path(released), sep, encoding, ctx))
-    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
+        checks.append(_suppressed_only(raw, request.original, request.released, request.sep, request.encoding, ctx))
+    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - request.start)
 
 
 def _suppressed_only(raw: dict[str, Any], original: Path, released: Path, sep: str, encoding: str,
@@ -220,28 +238,21 @@ def _suppressed_only(raw: dict[str, Any], original: Path, released: Path, sep: s
                  "missing, every other value as it was")
 
 
-def _ids_route(manifest: str | Path, released: str | Path | None, original: str | Path | None, key: Any,
-               engine: bool, backend: str, sep: str, encoding: str, na_values: Sequence[str] | None,
-               start: float) -> AuditResult | None:
-    """The audit of a file with new ids (``pramkit new-ids``) when ``manifest`` is its receipt, else ``None``: every
-    field of the receipt; with the original, the same records; with the key too, the file derived again."""
+def audit_new_ids(raw: dict[str, Any], receipt: Path, request: AuditRequest) -> AuditResult:
+    """The audit of a file with new ids (``pramkit new-ids``; its receipt given as the manifest): every field of
+    the receipt; with the original, the same records; with the key too, the file derived again."""
     from pramkit.audit.declared import FieldContext, field_checks
 
-    raw = _public_json(manifest, "new-ids receipt")
-    if raw is None:
-        return None
-    if backend == "spark" or engine:
-        raise ParameterError("a file with new ids is audited on this machine, with no engine: leave out --backend "
-                             "spark and --engine")
-    ctx = FieldContext("new-ids receipt", raw, audit="new ids", subject="receipt", manifest_path=Path(manifest),
-                       released=None if released is None else Path(released),
-                       original=None if original is None else Path(original), key=key,
-                       na_values=None if na_values is None else tuple(na_values), sep=sep, encoding=encoding)
+    request.refuse("a file with new ids")
+    ctx = FieldContext("new-ids receipt", raw, audit="new ids", subject="receipt", manifest_path=receipt,
+                       released=request.released, original=request.original, key=request.key,
+                       na_values=request.na_values, sep=request.sep, encoding=request.encoding)
     audits, checks = ["new ids"], field_checks(ctx)
-    if original is not None and released is not None:
+    if request.original is not None and request.released is not None:
         audits.append("release")
-        checks.append(_renumbered_only(raw, Path(original), Path(released), key, sep, encoding, na_values))
-    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
+        checks.append(_renumbered_only(raw, request.original, request.released, request.key, request.sep,
+                                       request.encoding, request.na_values))
+    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - request.start)
 
 
 def _renumbered_only(raw: dict[str, Any], original: Path, released: Path, key: Any, sep: str, encoding: str,
@@ -281,30 +292,30 @@ def _renumbered_only(raw: dict[str, Any], original: Path, released: Path, key: A
                  "the released file does not hold the original's records with new ids alone")
 
 
-def _synthesis_audit(raw: dict[str, Any], manifest: str | Path, released: str | Path | None,
-                     original: str | Path | None, key: Any, engine: bool, sep: str, encoding: str,
-                     na_values: Sequence[str] | None, start: float) -> AuditResult:
+def audit_synthesis(raw: dict[str, Any], manifest: Path, request: AuditRequest) -> AuditResult:
     """The audit of a synthesized release: its manifest, its file, the original and the key."""
     from pramkit.audit.declared import FieldContext, field_checks
     from pramkit.audit.synthesis import manifest_checks, original_checks, release_checks
     from pramkit.defaults import NA_VALUES
 
-    if engine:
+    if request.backend == "spark":
+        raise ParameterError("a synthesized release is audited on this machine: leave out --backend spark")
+    if request.engine:
         raise ParameterError("a synthesized release has no perturbation engine to audit: leave out --engine")
-    na = tuple(na_values) if na_values is not None else tuple(raw.get("na_values", NA_VALUES))
-    ctx = FieldContext("synthesis manifest", raw, audit="synthesis", subject="manifest", manifest_path=Path(manifest),
-                       released=None if released is None else Path(released),
-                       original=None if original is None else Path(original), key=key, na_values=na, sep=sep,
+    released, original, sep, encoding = request.released, request.original, request.sep, request.encoding
+    na = request.na_values if request.na_values is not None else tuple(raw.get("na_values", NA_VALUES))
+    ctx = FieldContext("synthesis manifest", raw, audit="synthesis", subject="manifest", manifest_path=manifest,
+                       released=released, original=original, key=request.key, na_values=na, sep=sep,
                        encoding=encoding)
     audits, checks = ["synthesis"], manifest_checks(raw)
     if released is not None:
         checks += release_checks(raw, released, sep=sep, encoding=encoding, na_values=na)
     if original is not None and released is not None:
         audits.append("release")
-        checks += original_checks(raw, original, released, key=key, sep=sep, encoding=encoding, na_values=na,
-                                  again=ctx.cache)
+        checks += original_checks(raw, original, released, key=request.key, sep=sep, encoding=encoding,
+                                  na_values=na, again=ctx.cache)
     checks += field_checks(ctx)
-    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
+    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - request.start)
 
 
 def _release_checks(manifest: str | Path, original: str | Path, released: str | Path,

@@ -158,23 +158,22 @@ def _check_regenerated(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 
 
 def _check_constant(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A constant: a file's ``format`` as its kind declares it, its ``version`` as the kind declares it (or as the
+    module that writes it states it), and the fixed figures of a mechanism."""
     from pramkit.engine import receipt as receipts
-    from pramkit.engine.ids import FORMAT as IDS
-    from pramkit.engine.ids import VERSION as IDS_VERSION
-    from pramkit.manifest import FORMAT, VERSION
-    from pramkit.suppress import FORMAT as SUPPRESSION
-    from pramkit.suppress import VERSION as SUPPRESSION_VERSION
-    from pramkit.synthesize import FORMAT as SYNTHESIS
+    from pramkit.manifest import VERSION
+    from pramkit.methods import public_files
     from pramkit.synthesize import FORMAT_VERSION
 
-    last = at[-1]
+    last, public = at[-1], public_files().get(ctx.kind)
     if last in ("mechanism", "sensitivity", "method"):
         expected: Any = {"mechanism": "geometric", "sensitivity": 2, "method": "resample"}[last]
+    elif last == "format" and public is not None:
+        expected = public.format
+    elif public is not None and public.version is not None:
+        expected = public.version
     else:
-        expected = {"manifest": (FORMAT, VERSION), "synthesis manifest": (SYNTHESIS, FORMAT_VERSION),
-                    "suppression receipt": (SUPPRESSION, SUPPRESSION_VERSION),
-                    "new-ids receipt": (IDS, IDS_VERSION)}.get(
-            ctx.kind, (receipts.FORMAT, receipts.VERSION))[0 if last == "format" else 1]
+        expected = {"manifest": VERSION, "synthesis manifest": FORMAT_VERSION}.get(ctx.kind, receipts.VERSION)
     return _compare(value, expected, "written by pramkit")
 
 

@@ -45,6 +45,7 @@ import pandas as pd
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES, NEW_IDS_SHUFFLES
 from pramkit.errors import ParameterError
 from pramkit.kernel.rng import SecretKey, resolve_key, words_at
+from pramkit.methods.ids.fields import RECEIPT_FILE
 
 __all__ = ["NEW_IDS_STREAM", "ROWS_STREAM", "SHUFFLES", "NewIdsResult", "id_permutation", "new_ids", "new_ids_file"]
 
@@ -153,9 +154,8 @@ def id_permutation(values: pd.Series, column: str, key: SecretKey | bytes | str 
 
 # ----------------------------------------------------------------- a file with new ids, and its receipt
 
-#: The receipt's format and version.
-FORMAT = "pramkit.new-ids"
-VERSION = 1
+#: The receipt's format and version, as its declaration states them (:mod:`pramkit.methods.ids.fields`).
+FORMAT, VERSION = RECEIPT_FILE.format, int(RECEIPT_FILE.version or 1)
 #: The receipt beside a released file: ``OUT.new-ids.json``.
 RECEIPT_SUFFIX = ".new-ids.json"
 

@@ -115,6 +115,13 @@ class PublicFile:
     shape : tuple of (str, str), optional
         Top-level fields and their JSON types (``"object"``, ``"array"``) that recognise the file when
         its ``format`` is forged.
+    version : int, optional
+        The value of its ``version`` field, where the declaration is where the writer takes it from.
+    audit : str, optional
+        For a file given to ``pramkit audit --manifest`` that is audited on its own (a receipt of a method that
+        writes no PRAM manifest), its audit: ``"module:function"``, called as ``function(raw, path, request)``
+        with the file's JSON, its path and the :class:`pramkit.audit.AuditRequest`; ``None``: the file is
+        audited with the manifest it belongs to.
 
     Examples
     --------
@@ -129,6 +136,8 @@ class PublicFile:
     description: str
     marker: str | None = None
     shape: tuple[tuple[str, str], ...] = ()
+    version: int | None = None
+    audit: str | None = None
 
     def recognises(self, raw: Any) -> bool:
         """Whether the JSON ``raw`` is a file of this kind (by its format and marker, or by its shape)."""

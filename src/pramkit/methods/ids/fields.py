@@ -12,7 +12,8 @@ RECEIPT_FILE = PublicFile(
     "new-ids receipt", "pramkit.new-ids", "pramkit new-ids receipt",
     "The public receipt of a file whose grouping column was replaced by keyed random ids 1..H and whose rows were "
     "put in a keyed random order; every figure is recomputed from the released file.",
-    shape=(("column", "string"), ("released", "object"), ("guarantee", "string")))
+    shape=(("column", "string"), ("released", "object"), ("guarantee", "string")),
+    version=1, audit="pramkit.audit:audit_new_ids")
 
 #: Its fields.
 RECEIPT: tuple[PublicField, ...] = fields([

@@ -12,7 +12,8 @@ RECEIPT_FILE = PublicFile(
     "suppression receipt", "pramkit.suppression", "pramkit suppression receipt",
     "The public receipt of a file released by local suppression to k-anonymity: the key variables, k, the rule "
     "for a missing value and the released file it holds for; every figure is recomputed from the released file.",
-    shape=(("keys", "array"), ("released", "object"), ("guarantee", "string")))
+    shape=(("keys", "array"), ("released", "object"), ("guarantee", "string")),
+    version=1, audit="pramkit.audit:audit_suppression")
 
 #: Its fields.
 RECEIPT: tuple[PublicField, ...] = fields([

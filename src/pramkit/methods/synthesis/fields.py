@@ -10,7 +10,7 @@ MANIFEST_FILE = PublicFile(
     "synthesis manifest", "pramkit.synthesis", "pramkit synthesis manifest",
     "The public description of a synthesized release: its noisy tables and their epsilons, the ledger, the "
     "edit rules every record keeps and the procedure's settings.",
-    shape=(("variables", "object"), ("measurements", "array")))
+    shape=(("variables", "object"), ("measurements", "array")), audit="pramkit.audit:audit_synthesis")
 
 #: Its fields.
 MANIFEST: tuple[PublicField, ...] = fields([
