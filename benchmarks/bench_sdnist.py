@@ -564,7 +564,8 @@ def _register_post_processed() -> None:
 _register_post_processed()
 
 
-def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False) -> Release:
+def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False, model: str = "margins"
+                 ) -> Release:
     """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
     ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
     feature's codes its declared range."""
@@ -579,7 +580,7 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
     res = pramkit.synthesize_release(setup.source, path, variables=variables, public=public,
                                      epsilon=epsilon, key=setup.key, categories=categories,
                                      forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
-                                     na_values=(), force=True)
+                                     na_values=(), force=True, **({"model": model} if model != "margins" else {}))
     return Release(path, [], na_values=(), synthesis=res,
                    note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
 
@@ -595,6 +596,16 @@ for _eps in (1, 2, 5, 10):
                   "synthesized, none released as it is (AGEP's codes its declared range 0-99), the age and housing "
                   "rules, each draw shared by two records (min-count 2; with no public column, any two)")(
         lambda s, e=_eps: _synthesized(s, e, 2, every=True))
+
+
+for _eps in (1, 2, 5, 10):
+    configuration(f"pgm-all-{_eps}", f"`pramkit synthesize --model pgm --public ''` at central epsilon {_eps}: every "
+                  "feature synthesized from a graphical model (Private-PGM) over 1- to 3-way tables chosen under the "
+                  "budget as AIM chooses them (pure epsilon-DP), the age and housing rules as structural zeros, each "
+                  "draw shared by two records (min-count 2)")(
+        lambda s, e=_eps: _synthesized(s, e, 2, every=True, model="pgm"))
+    configuration(f"pgm-all-{_eps}-single", f"pgm-all-{_eps} with one draw per record (min-count 1)")(
+        lambda s, e=_eps: _synthesized(s, e, 1, every=True, model="pgm"))
 
 
 #: The peers: dpmm's MST and AIM synthesizers (McKenna et al.'s, as SmartNoise's MST and AIM), run by
@@ -668,7 +679,8 @@ def stated(release: Release) -> tuple[str, str]:
 
     if release.synthesis is not None:
         res = release.synthesis
-        return "-", f"{fmt_epsilon(res.record_epsilon)} (pure; {len(res.measurements)} DP tables)"
+        chosen = f", {len(res.selections)} chosen" if getattr(res, "selections", None) else ""
+        return "-", f"{fmt_epsilon(res.record_epsilon)} (pure; {len(res.measurements)} DP tables{chosen})"
     if release.central is not None:
         return "-", release.central
     if not release.steps:
@@ -861,9 +873,13 @@ def prepare(data: Path, features: Sequence[str], public: Sequence[str], seed: in
             if isinstance(values, dict) and "min" not in values:
                 categories[name] = [str(v) for v in values]
             elif isinstance(values, dict) and all(isinstance(values.get(k), int) for k in ("min", "max")):
-                ranges[name] = [str(v) for v in range(values["min"], values["max"] + 1)]
+                # the codes beside the range too ('N', NOC's '0', POVPIP's '501')
+                extra = [str(k) for k in values if k not in ("min", "max")]
+                ranges[name] = list(dict.fromkeys([*extra, *(str(v) for v in range(values["min"], values["max"] + 1))]))
     for f in features:  # a feature the dictionary does not list: its codes from the file
         categories.setdefault(f, sorted(frame[f].unique()))
+    if "PUMA" in features:  # SDNist's k-marginal by PUMA fails on a PUMA the target lacks: the target's PUMAs
+        categories["PUMA"] = [c for c in categories["PUMA"] if c in set(frame["PUMA"])]  # (the excerpt's documented list)
     key = hashlib.sha256(f"bench_sdnist key {seed}".encode()).digest()
     return Setup(source, frame, tuple(features), tuple(public), categories, key, seed, workdir, ranges)
 
@@ -994,10 +1010,15 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
     return True
 
 
-def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS) -> list[str]:
-    """The configurations of the side-by-side comparison: at each epsilon, pramkit's synthesizer with every
-    column protected, then each peer."""
-    return [name for e in epsilons for name in (f"synth-all-{e:g}", *(f"{p}-{e:g}" for p in PEERS))]
+def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True) -> list[str]:
+    """The configurations of the side-by-side comparison: at each epsilon, pramkit's synthesizers with every
+    column protected (the default model, then the model pgm), then each peer (``peers=False``: pramkit's only).
+
+    >>> peer_configs([1]), peer_configs([2], peers=False)
+    (['synth-all-1', 'pgm-all-1', 'mst-1', 'aim-1'], ['synth-all-2', 'pgm-all-2'])
+    """
+    return [name for e in epsilons for name in (f"synth-all-{e:g}", f"pgm-all-{e:g}",
+                                                 *(f"{p}-{e:g}" for p in (PEERS if peers else ())))]
 
 
 def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
@@ -1032,7 +1053,7 @@ def run_peers(args: argparse.Namespace, python: str, data_root: Path) -> int:
         try:
             setup = prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
                             data_root / "data_dictionary.json")
-            for config in peer_configs(args.epsilons):
+            for config in peer_configs(args.epsilons, peers=not args.no_peer_runs):
                 try:
                     row = run_config(config, setup, python=python, data_root=data_root, target=args.target,
                                      out=None if args.out is None else args.out / name, estimator=args.estimator)
@@ -1067,6 +1088,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="every column protected: pramkit's synthesizer beside dpmm's MST and AIM at each epsilon "
                          "(--epsilons), on each feature set (--feature-set), in this run")
     ap.add_argument("--feature-set", choices=sorted(FEATURE_SETS), help="with --peers: one feature set (default all)")
+    ap.add_argument("--no-peer-runs", action="store_true",
+                    help="with --peers: run pramkit's rows only (the peers take minutes a release)")
     ap.add_argument("--epsilons", default=",".join(map(str, PEER_EPSILONS)),
                     help="with --peers: the central epsilons (some of %(default)s)")
     args = ap.parse_args(argv)

@@ -66,6 +66,7 @@ from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
+from pramkit.synthesize_pgm import MAX_CELLS, check_pgm_settings, import_mbi
 
 #: The manifest's ``format`` and its version.
 FORMAT = "pramkit.synthesis"
@@ -166,6 +167,16 @@ class SynthesisResult:
     seconds: float = 0.0
     shared_draws: int = 0
 
+    @property
+    def model(self) -> str:
+        """The model: ``"margins"`` (default) or ``"pgm"``, as the manifest states it."""
+        return str(self.manifest.get("procedure", {}).get("model", "margins"))
+
+    @property
+    def selections(self) -> list[dict[str, Any]]:
+        """The model pgm's choices of a table (the manifest's ``selections``; none for the default model)."""
+        return list(self.manifest.get("selections", []))
+
     def to_dict(self) -> dict[str, Any]:
         """The summary ``pramkit synthesize --json`` prints."""
         return {"out": self.out,
@@ -195,6 +206,8 @@ def synthesize_release(
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
     decimal: str = CSV_DECIMAL,
+    model: str = "margins",
+    max_cells: int = MAX_CELLS,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
     a model measured with DP (module docstring): a central ``epsilon`` for the whole release.
@@ -237,6 +250,12 @@ def synthesize_release(
     decimal : {".", ","}
         The decimal mark of a CSV file's numbers: a numeric public column written with decimal commas is
         binned as numbers (its values are released as they are).
+    model : {"margins", "pgm"}
+        ``"margins"`` (default): the tables above, a pool raked to them.  ``"pgm"``: marginals chosen
+        adaptively under the budget and a graphical model fitted to them (:mod:`pramkit.synthesize_pgm`;
+        every column synthesized, no public column; needs ``pip install "pramkit[pgm]"``).
+    max_cells : int
+        With ``model="pgm"``: the most cells of the model (its junction tree's cliques, added up).
 
     Returns
     -------
@@ -269,6 +288,12 @@ def synthesize_release(
         raise ParameterError(f"a column cannot be both synthesized and public: {sorted(set(variables) & set(public_cols))}")
     epsilon = check_settings(epsilon, min_count=min_count, pool=pool, sweeps=sweeps, public_bins=public_bins,
                              sep=sep, encoding=encoding)
+    model = check_pgm_settings(model, max_cells)
+    if model == "pgm" and public_cols:
+        raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
+                             f"{', '.join(public_cols)}), or use the model margins")
+    if model == "pgm":
+        import_mbi()
     src = None if isinstance(data, pd.DataFrame) else Path(data)
     frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding, decimal)
     pool = default_pool(len(frame)) if pool is None else pool
@@ -279,6 +304,55 @@ def synthesize_release(
     cats, sources = _categories(frame, variables, categories)
     codes = _encode(frame, variables, cats)
     cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal if src is not None else CSV_DECIMAL)
+    if model == "pgm":
+        drawn, measurements, selections, shared, rounds = _draw_pgm(codes, variables, cats, rules, epsilon, sk,
+                                                                    min_count, max_cells)
+        procedure: dict[str, Any] = {"model": "pgm", "max_cells": max_cells, "rounds": rounds,
+                                     "min_count": min_count}
+    else:
+        drawn, measurements, shared = _draw_margins(frame, codes, cell, cell_labels, variables, public_cols, cats,
+                                                    rules, epsilon, sk, pool, sweeps, min_count, public_bins)
+        selections = []
+        procedure = {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins}
+    released = frame.copy(deep=src is None)  # a frame read here is not the caller's: its columns are shared
+    for j, v in enumerate(variables):
+        released[v] = pd.Series(np.asarray(cats[v], dtype=object)[drawn[:, j]], index=frame.index)
+    if rules is not None and rules.breaking(released, list(released.columns)).any():
+        raise DataError("the released records break an edit rule the pool should have kept: report this")
+    eps_total = record_epsilon([m.epsilon for m in measurements] + [x.epsilon for x in selections])
+    as_they_are = [str(c) for c in released.columns if c not in variables]
+    ledger_dict = synthesis_ledger(eps_total, float(epsilon), sources, as_they_are,
+                                   missing=[v for v in variables if None in cats[v]], codes=_code_words(src))
+    guarantee = ledger_dict["statement"]
+    manifest = {
+        "format": FORMAT, "version": FORMAT_VERSION,
+        "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v]}
+                      for v in variables},
+        "public": {"columns": list(public_cols), "bins": bins, "cells": len(cell_labels)},
+        "released_as_they_are": as_they_are,
+        "rules": rules.to_dict() if rules is not None else None,
+        "procedure": procedure,
+        "measurements": [m.to_dict() for m in measurements],
+        **({"selections": [x.to_dict() for x in selections]} if model == "pgm" else {}),
+        "ledger": ledger_dict,
+        "rows": len(released),
+        "na_values": list(na_values),
+    }
+    result = SynthesisResult(released, variables, public_cols, measurements, eps_total, guarantee, manifest,
+                             shared_draws=shared)
+    if out is not None:
+        result.out, result.manifest_path = _write(released, Path(out), manifest_out, manifest, force, src,
+                                                  sep, encoding, kept=(kept, meta, variables))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell_labels: list[tuple],
+                  variables: tuple[str, ...], public_cols: tuple[str, ...], cats: dict[str, list[Any]],
+                  rules: Rules | None, epsilon: float, sk: SecretKey, pool: int, sweeps: int, min_count: int,
+                  public_bins: int) -> tuple[np.ndarray, list[Measurement], int]:
+    """The default model (module docstring): the tables measured, the pool drawn and raked, one candidate
+    picked per record (and shared by pairs with ``min_count`` 2)."""
     check_memory(len(frame), pool, {v: len(cats[v]) for v in variables}, len(cell_labels))
     joints = _joints(rules, frame, public_cols, variables, cats)
     measurements, exact_bytes = _measure(codes, cell, len(cell_labels), variables, cats, cell_labels, epsilon, sk)
@@ -293,36 +367,31 @@ def synthesize_release(
     shared = 0
     if min_count == 2:
         drawn, shared = _share_draws(drawn, groups, uniforms(draw_key, "@pairs", 0, len(frame)))
-    released = frame.copy(deep=src is None)  # a frame read here is not the caller's: its columns are shared
-    for j, v in enumerate(variables):
-        released[v] = pd.Series(np.asarray(cats[v], dtype=object)[drawn[:, j]], index=frame.index)
-    if rules is not None and rules.breaking(released, list(released.columns)).any():
-        raise DataError("the released records break an edit rule the pool should have kept: report this")
-    eps_total = record_epsilon([m.epsilon for m in measurements])
-    as_they_are = [str(c) for c in released.columns if c not in variables]
-    ledger_dict = synthesis_ledger(eps_total, float(epsilon), sources, as_they_are,
-                                   missing=[v for v in variables if None in cats[v]], codes=_code_words(src))
-    guarantee = ledger_dict["statement"]
-    manifest = {
-        "format": FORMAT, "version": FORMAT_VERSION,
-        "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v]}
-                      for v in variables},
-        "public": {"columns": list(public_cols), "bins": bins, "cells": len(cell_labels)},
-        "released_as_they_are": as_they_are,
-        "rules": rules.to_dict() if rules is not None else None,
-        "procedure": {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins},
-        "measurements": [m.to_dict() for m in measurements],
-        "ledger": ledger_dict,
-        "rows": len(released),
-        "na_values": list(na_values),
-    }
-    result = SynthesisResult(released, variables, public_cols, measurements, eps_total, guarantee, manifest,
-                             shared_draws=shared)
-    if out is not None:
-        result.out, result.manifest_path = _write(released, Path(out), manifest_out, manifest, force, src,
-                                                  sep, encoding, kept=(kept, meta, variables))
-    result.seconds = time.perf_counter() - start
-    return result
+    return drawn, measurements, shared
+
+
+def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
+              epsilon: float, sk: SecretKey, min_count: int, max_cells: int
+              ) -> tuple[np.ndarray, list[Measurement], list[Any], int, int]:
+    """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
+    graphical model fitted to them with the rules as structural zeros, one record drawn per record (and shared
+    by pairs with ``min_count`` 2)."""
+    from pramkit.synthesize_pgm import fit_and_draw
+
+    holes = [v for v in variables if None in cats[v]]
+    if holes:
+        raise DataError(f"the model pgm draws no missing value, and {holes[0]} has missing values: declare them "
+                        "as a category (na_values) or use the model margins")
+    settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count]).encode()
+    draw_key = sk.for_data("synthesize-pgm", np.ascontiguousarray(codes, dtype="<i8").tobytes(), settings)
+    fit = fit_and_draw(codes, variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
+                       max_cells=max_cells)
+    drawn, shared = fit.drawn, 0
+    if min_count == 2:
+        drawn, shared = _share_draws(drawn, np.zeros(len(codes), dtype=np.int64),
+                                     uniforms(draw_key, "@pairs", 0, len(codes)))
+    measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy) for t in fit.measurements]
+    return drawn, measurements, fit.selections, shared, fit.rounds
 
 
 def synthesis_ledger(eps_total: float, budget: float, sources: Mapping[str, CategorySource],

@@ -852,13 +852,25 @@ def _measurements(ctx: FieldContext) -> list[dict[str, Any]]:
 
 def _check_tables(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     from pramkit.synthesize import measured_tables
+    from pramkit.synthesize_pgm import is_pgm, planned_tables
 
+    if is_pgm(ctx.raw):
+        wanted = planned_tables(ctx.raw)
+        return _compare(value, wanted[at[1]] if at[1] < len(wanted) else None,
+                        "the 1-way tables, then the tables the selections chose")
     wanted = [list(a) for a in measured_tables(_names(ctx))]
     return _compare(value, wanted[at[1]] if at[1] < len(wanted) else None, "the tables the procedure measures")
 
 
 def _check_table_share(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     from pramkit.ledger import split_within
+    from pramkit.synthesize_pgm import is_pgm, schedule
+
+    if is_pgm(ctx.raw):
+        plan = schedule(ctx.raw)
+        if isinstance(plan, str):
+            return False, plan
+        return _compare(value, plan[0][at[1]] if at[1] < len(plan[0]) else None, "the schedule replayed")
 
     budget = float((ctx.raw.get("ledger") or {})["record_epsilon_budget"])
     cells = [math.sqrt(float(np.asarray(m.get("noisy")).size)) for m in _measurements(ctx)]
@@ -867,13 +879,19 @@ def _check_table_share(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 
 def _check_table_shapes(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     rows = {len(m.get("noisy") or []) for m in _measurements(ctx) if (m.get("axes") or [None])[0] == "@public"}
+    from pramkit.synthesize_pgm import is_pgm
+
+    if is_pgm(ctx.raw):  # no public column: one public cell, no table given it
+        return _compare(value, 1, "one cell: the model pgm conditions on no public column")
     return _compare([value], sorted(rows), "the rows of the tables given the public cell")
 
 
 def _synthesis_tables_epsilon(ctx: FieldContext) -> float:
     from pramkit.privacy.epsilon import record_epsilon
 
-    return record_epsilon([float(m["epsilon"]) for m in _measurements(ctx)])
+    sels = ctx.raw.get("selections")
+    return record_epsilon([float(m["epsilon"]) for m in _measurements(ctx)]
+                          + [float(x["epsilon"]) for x in (sels if isinstance(sels, list) else []) if isinstance(x, dict)])
 
 
 def _check_synthesis_epsilon(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
@@ -908,6 +926,12 @@ def _check_released_columns(ctx: FieldContext, at: tuple, value: Any) -> Verdict
     return _compare(value, [c for c in columns if c not in variables], "the released file's other columns")
 
 
+def _check_pgm_selection(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.synthesize_pgm import check_selection
+
+    return check_selection(ctx.raw, at, value)
+
+
 def _check_min_count(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     if value not in (1, 2):
         return False, f"stated {value!r}: 1 or 2"
@@ -923,6 +947,7 @@ CHECKS.update({
     "synthesis ledger": _check_synthesis_ledger,
     "released columns": _check_released_columns,
     "min count": _check_min_count,
+    "pgm selection": _check_pgm_selection,
 })
 
 

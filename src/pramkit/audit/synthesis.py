@@ -61,13 +61,14 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
     ['ledger.design_epsilon', 'ledger.statement']
     """
     from pramkit.synthesize import measured_tables
+    from pramkit.synthesize_pgm import is_pgm, planned_tables
 
     checks: list[Check] = []
     variables = raw.get("variables") or {}
     public = raw.get("public") or {}
     ms = raw.get("measurements") or []
     names = list(variables)
-    wanted = [list(axes) for axes in measured_tables(names)]
+    wanted = planned_tables(raw) if is_pgm(raw) else [list(axes) for axes in measured_tables(names)]
     got = [m.get("axes") for m in ms]
     checks.append(_check("measurements", got == wanted,
                          f"{len(ms)} tables: each variable given the public cell, then each pair"
@@ -87,6 +88,7 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
                              f"{shape} expected"))
         if isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0:
             total += Fraction(eps)
+    total += _selection_checks(raw, checks)
     led = raw.get("ledger") or {}
     stated = led.get("design_epsilon")
     ok = isinstance(stated, (int, float)) and Fraction(stated) >= total and led.get("record_epsilon") == stated
@@ -103,6 +105,19 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
     except (PramkitError, KeyError, TypeError, ValueError) as exc:
         checks.append(_check("ledger", False, f"the ledger cannot be regenerated ({exc})"))
     return checks
+
+
+def _selection_checks(raw: dict[str, Any], checks: list[Check]) -> Fraction:
+    """The model pgm's selections (the exponential mechanism): each a positive epsilon (a check each, added to
+    ``checks``); their exact sum."""
+    total = Fraction(0)
+    for i, sel in enumerate(raw.get("selections") or []):
+        eps: Any = sel.get("epsilon") if isinstance(sel, dict) else None
+        ok = isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps > 0
+        checks.append(_check(f"selections[{i}]", ok, f"the exponential mechanism at epsilon {eps}" if ok
+                             else "a positive epsilon expected"))
+        total += Fraction(eps) if ok else 0
+    return total
 
 
 def stated_codes(raw: dict[str, Any]) -> str | None:
@@ -140,7 +155,8 @@ def regenerated_ledger(raw: dict[str, Any], codes: str | None) -> dict[str, Any]
     variables = raw.get("variables") or {}
     sources = {v: spec.get("categories_source") for v, spec in variables.items()}
     missing = [v for v, spec in variables.items() if None in (spec.get("categories") or [])]
-    total = record_epsilon([float(m["epsilon"]) for m in raw.get("measurements") or []])
+    total = record_epsilon([float(m["epsilon"]) for m in [*(raw.get("measurements") or []),
+                                                           *(raw.get("selections") or [])]])
     return synthesis_ledger(total, float((raw.get("ledger") or {})["record_epsilon_budget"]), sources,
                             list(raw.get("released_as_they_are") or []), missing=missing, codes=codes)
 
@@ -197,6 +213,7 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
     from pramkit._json import read_json
     from pramkit.io import read_table, sha256_of
     from pramkit.synthesize import synthesize_release
+    from pramkit.synthesize_pgm import MAX_CELLS
 
     orig = read_table(Path(original), na_values=tuple(na_values), sep=sep, encoding=encoding)
     rel = read_table(Path(released), na_values=tuple(na_values), sep=sep, encoding=encoding)
@@ -218,7 +235,9 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
                                categories=declared or None, forbid=rules["forbidden"] if rules else None,
                                min_count=int(proc.get("min_count", 2)), pool=int(proc.get("pool", 20)),
                                sweeps=int(proc.get("sweeps", 30)), public_bins=int(proc.get("public_bins", 20)),
-                               na_values=na_values, sep=sep, encoding=encoding)
+                               na_values=na_values, sep=sep, encoding=encoding,
+                               model=str(proc.get("model", "margins")),
+                               max_cells=int(proc.get("max_cells", MAX_CELLS)))
             digest = sha256_of(out)
             if again is not None:
                 again["synthesis again"] = read_json(out.parent / (out.stem + ".synthesis.json"), "manifest",

@@ -58,6 +58,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-count", type=int, default=2, choices=(1, 2),
                    help="2 (default): each draw is shared by two records of the same public values, so every "
                         "released combination appears at least twice; 1: one draw per record")
+    p.add_argument("--model", default="margins", choices=("margins", "pgm"),
+                   help="margins (default): each variable's table given the public cell and each pair's, a pool "
+                        "raked to them; pgm: 1-, 2- and 3-way tables chosen under the budget (AIM) and a graphical "
+                        "model fitted to them (Private-PGM; every column synthesized, --public ''; needs "
+                        "pip install \"pramkit[pgm]\")")
+    p.add_argument("--max-cells", type=int, default=None, metavar="CELLS",
+                   help="with --model pgm: the most cells of the model, its junction tree's cliques added up "
+                        "(default 1000000)")
     p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -101,8 +109,10 @@ def print_summary(result: SynthesisResult) -> None:
     where = f"wrote {result.out} and its manifest {result.manifest_path}: " if result.out else "synthesized "
     given = f" given the public columns {', '.join(result.public)}" if result.public else " (no public column)"
     tables = len(result.measurements)
+    chosen = (f" ({len(result.selections)} chosen by the exponential mechanism, a graphical model fitted)"
+              if result.model == "pgm" else "")
     print(f"{where}{len(result.data):,} rows in {result.seconds:.2f} s: {', '.join(result.variables)} drawn from "
-          f"{tables} DP table{'s' if tables != 1 else ''}{given}")
+          f"{tables} DP table{'s' if tables != 1 else ''}{chosen}{given}")
     if result.shared_draws:
         print(f"shared draws: {result.shared_draws:,} records take the draw of another record with the same public "
               "values")
@@ -131,13 +141,15 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.kernel.rng import SecretKey
     from pramkit.synthesize import read_categories, synthesize_release
+    from pramkit.synthesize_pgm import MAX_CELLS
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     cats = read_categories(args.categories) if args.categories is not None else None
     result = synthesize_release(args.data, args.out, variables=args.vars, public=args.public, epsilon=args.epsilon,
                                 key=key, categories=cats, forbid=args.forbid, min_count=args.min_count,
                                 manifest_out=args.manifest, force=args.force, na_values=args.na_values,
-                                sep=args.sep, encoding=args.encoding, decimal=args.decimal)
+                                sep=args.sep, encoding=args.encoding, decimal=args.decimal,
+                                model=args.model, max_cells=MAX_CELLS if args.max_cells is None else args.max_cells)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.synthesize.result")
     else:

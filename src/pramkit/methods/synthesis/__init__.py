@@ -8,7 +8,8 @@ from pramkit.methods.synthesis.fields import MANIFEST, MANIFEST_FILE
 
 METHOD = ReleaseMethod(
     name="synthesis",
-    summary="synthetic records drawn from noisy one- and two-way tables: a central epsilon for the file",
+    summary="synthetic records drawn from noisy one- and two-way tables, or from a graphical model over 1- to "
+            "3-way tables chosen under the budget (model pgm): a central epsilon for the file",
     commands=("synthesize",),
     doors=("pramkit.synthesize:synthesize_release",),
     specs=(None,),

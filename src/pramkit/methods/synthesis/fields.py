@@ -35,13 +35,28 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("measurements[*].mechanism", R, "constant", "the DP mechanism: 'geometric' (discrete Laplace)"),
     ("measurements[*].sensitivity", R, "constant", "the L1 sensitivity of a table: 2"),
     ("measurements[*].axes", R, "tables", "the tables measured: each variable given the public cell, then "
-                                           "each pair"),
+                                           "each pair; with the model pgm, each variable's 1-way table, then the "
+                                           "table each selection chose"),
     ("measurements[*].epsilon", R, "table share", "a table's epsilon: its share of the budget, in proportion "
-                                                   "to the square root of its cells"),
+                                                   "to the square root of its cells; with the model pgm, its "
+                                                   "round's share, the schedule replayed from the budget, the "
+                                                   "rounds and the stated epsilons"),
     ("measurements[*].noisy", D, "synthesized again", "a noisy table: drawn again from the original's exact "
                                                        "table and the key's noise (its shape recomputed)"),
+    ("selections[*].mechanism", R, "pgm selection", "the model pgm's choice of a table: 'exponential' (the "
+                                                    "exponential mechanism)"),
+    ("selections[*].round", R, "pgm selection", "the round: 0, 1, ... in order"),
+    ("selections[*].epsilon", R, "pgm selection", "the selection's epsilon: its round's share, the schedule "
+                                                  "replayed"),
+    ("selections[*].sensitivity", R, "pgm selection", "the sensitivity of the quality score: at least twice the "
+                                                      "chosen table's workload weight"),
+    ("selections[*].candidates", D, "synthesized again", "the tables the round chose among (the model's size "
+                                                         "cap): the release made again"),
+    ("selections[*].chosen", R, "pgm selection", "the table chosen: 1 to 3 synthesized variables, the next "
+                                                 "table measured"),
     ("ledger.record_epsilon_budget", D, "synthesized again", "the budget asked for: the release made again"),
-    ("ledger.design_epsilon", R, "synthesis epsilon", "the tables' epsilons added up, rounded outward"),
+    ("ledger.design_epsilon", R, "synthesis epsilon", "the tables' epsilons (and the selections') added up, "
+                                                      "rounded outward"),
     ("ledger.record_epsilon", R, "synthesis epsilon", "the central epsilon: the design step's"),
     ("ledger.*", R, "synthesis ledger", "the ledger's other figures and its sentence, regenerated from the "
                                          "tables and the facts"),

@@ -1,0 +1,740 @@
+"""Synthesis by a graphical model over marginals chosen under the budget (``pramkit synthesize --model pgm``).
+
+The model ``"pgm"`` of :func:`pramkit.synthesize.synthesize_release` follows AIM (McKenna, Mullins, Sheldon
+and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's zCDP ones:
+
+1. **Workload.**  Every 3-way marginal of the synthesized variables (all of them when there are fewer than
+   three); the candidates are its downward closure (every 1-, 2- and 3-way marginal), candidate ``r``
+   weighted ``w_r = sum over workload marginals s of |r & s|`` (AIM, section 4).
+2. **Start.**  Each 1-way table is measured (discrete Laplace noise, L1 sensitivity 2 under replace-one
+   neighbours, :func:`pramkit.privacy.geometric.dp_counts`) at ``alpha = 0.9`` of a round's epsilon
+   ``epsilon / T``, ``T = ROUNDS_PER_VARIABLE`` times the number of variables.
+3. **Rounds.**  Each round chooses one candidate by the exponential mechanism (McSherry and Talwar 2007)
+   at ``(1 - alpha)`` of the round's epsilon, its quality ``q_r = w_r (|M_r(D) - M_r(p)|_1 - b n_r)``
+   (``p`` the current model, ``b`` the expected absolute noise of a measurement this round, ``n_r`` the
+   candidate's cells), sensitivity ``2 max w_r`` (one record replaced moves a marginal by at most 2 in L1),
+   among the candidates whose junction tree stays within ``max_cells`` times the share of the budget spent
+   (AIM's growing size limit); then measures it at ``alpha`` of the round's epsilon and fits the model
+   again.  When the fit moved the chosen marginal by less than the measurement's expected noise, the
+   round's epsilon doubles (AIM's annealing).  The last round spends what is left.
+4. **Fit.**  Private-PGM (McKenna, Sheldon and Miklau 2019; ``mbi`` 2.0, mirror descent) fits the
+   graphical model whose marginals are closest (least squares, each measurement weighted by its noise) to
+   the noisy tables, the number of records known (replace-one neighbours: it is public).  Every edit rule
+   is a structural zero of the model (an ``mbi.Constraint``: a potential of minus infinity on the forbidden
+   cells), so the model gives a forbidden combination probability 0.
+5. **Draw.**  The records are drawn from the model along its junction tree (the elimination order
+   reversed): each variable given those of its cliques already drawn, by systematic sampling within each
+   group of records of the same drawn values (mbi's ``"round"`` method), at keyed uniforms.  A value of
+   probability 0 is never drawn, so every record keeps every rule (checked on the released records).
+
+Every epsilon (each selection's and each measurement's) is in the ledger: their exact sum is at most the
+budget (pure epsilon-DP by sequential composition, replace-one neighbours).  Everything after the
+measurements (the fits, the annealing, the draws) reads only the noisy tables, the number of records, the
+rules and the key: post-processing.
+
+References: R. McKenna, B. Mullins, D. Sheldon and G. Miklau, "AIM: an adaptive and iterative mechanism
+for differentially private synthetic data", PVLDB 15 (2022) 2599-2612; R. McKenna, D. Sheldon and
+G. Miklau, "Graphical-model based estimation and inference for differential privacy", ICML 2019;
+F. McSherry and K. Talwar, "Mechanism design via differential privacy", FOCS 2007.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import math
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from pramkit.errors import DataError, ParameterError
+from pramkit.kernel.rng import SecretKey, uniforms
+
+#: The models of ``pramkit synthesize``: the default (margins raked over a pool) and the graphical model.
+MODELS = ("margins", "pgm")
+#: The default cap on the model's size: the cells of its junction tree's cliques, added up.
+MAX_CELLS = 1_000_000
+#: The least and the most cells a model may be allowed.
+MIN_CELLS, MOST_CELLS = 1_000, 100_000_000
+#: The nominal rounds per synthesized variable (AIM's T = 16 d is for zCDP; pure DP composes linearly).
+ROUNDS_PER_VARIABLE = 4
+#: The share of a round's epsilon spent on its measurement (the rest on its selection).
+ALPHA = Fraction(9, 10)
+#: A 1-way table's share of a round's measurement epsilon.
+FIRST_SHARE = Fraction(1)
+#: Mirror-descent iterations of each round's fit (warm-started) and of the final fit.
+ROUND_ITERS = 100
+FINAL_ITERS = 1000
+#: The most variables the workload of 3-way marginals is built over.
+MAX_VARIABLES = 60
+#: The most cells of the original's exact marginals kept between rounds (the others are counted again).
+EXACT_CACHE_CELLS = 20_000_000
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One round's choice of a marginal by the exponential mechanism (public: its epsilon is in the ledger).
+
+    Examples
+    --------
+    >>> Selection(0, 0.01, 40, 3, ("a", "b")).to_dict()["chosen"]
+    ['a', 'b']
+    """
+
+    round: int
+    epsilon: float
+    sensitivity: float
+    candidates: int
+    chosen: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The selection as JSON."""
+        return {"mechanism": "exponential", "round": self.round, "epsilon": self.epsilon,
+                "sensitivity": self.sensitivity, "candidates": self.candidates, "chosen": list(self.chosen)}
+
+
+@dataclass(frozen=True)
+class Table:
+    """One noisy table of the model pgm (:class:`pramkit.synthesize.Measurement` in the manifest): its axes,
+    shape, epsilon and noisy counts.
+
+    Examples
+    --------
+    >>> Table(("a",), (2,), 0.5, np.array([3, -1])).epsilon
+    0.5
+    """
+
+    axes: tuple[str, ...]
+    shape: tuple[int, ...]
+    epsilon: float
+    noisy: np.ndarray
+
+
+@dataclass
+class PgmFit:
+    """What :func:`fit_and_draw` made: the drawn codes (records by variables), the measurements (the 1-way
+    tables, then one per round), the selections, the model's size in cells and its cliques."""
+
+    drawn: np.ndarray
+    measurements: list[Any]
+    selections: list[Selection]
+    cells: int
+    cliques: list[tuple[str, ...]]
+    rounds: int
+
+
+def check_pgm_settings(model: Any, max_cells: Any) -> str:
+    """Check the model's name and its size cap before any data is read.
+
+    Examples
+    --------
+    >>> check_pgm_settings("pgm", 10_000)
+    'pgm'
+    >>> check_pgm_settings("pgm", 10)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: max_cells must be an integer from 1000 to 100000000, got 10
+    >>> check_pgm_settings("bayes", MAX_CELLS)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: model must be one of margins, pgm, got 'bayes'
+    """
+    if model not in MODELS:
+        raise ParameterError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+    if isinstance(max_cells, bool) or not isinstance(max_cells, (int, np.integer)) or \
+            not MIN_CELLS <= max_cells <= MOST_CELLS:
+        raise ParameterError(f"max_cells must be an integer from {MIN_CELLS} to {MOST_CELLS}, got {max_cells!r}")
+    return str(model)
+
+
+@contextlib.contextmanager
+def _quiet_jax() -> Iterator[None]:
+    """JAX in float64, without the persistent compilation cache, and mbi's warnings about both silenced,
+    for the duration of the block only (the settings are put back)."""
+    import jax
+
+    flags = jax.config.values
+    x64, cache = flags["jax_enable_x64"], flags["jax_enable_compilation_cache"]
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*(float32|compilation cache).*")
+            yield
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+        jax.config.update("jax_enable_compilation_cache", cache)
+
+
+def import_mbi() -> Any:
+    """Private-PGM's ``mbi`` 2.0, imported on first use, or a one-line error naming the extra to install.
+
+    Examples
+    --------
+    >>> import_mbi().__name__  # doctest: +SKIP
+    'mbi'
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*(float32|compilation cache).*")
+            import mbi
+    except ImportError:
+        raise ParameterError('the model pgm needs Private-PGM: pip install "pramkit[pgm]"') from None
+    return mbi
+
+
+def workload(names: Sequence[str]) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], float]]:
+    """The candidates (every 1-, 2- and 3-way marginal, in order) and their AIM weights
+    ``w_r = sum over the workload's 3-way marginals s of |r & s|``.
+
+    Examples
+    --------
+    >>> cands, w = workload(["a", "b", "c"])
+    >>> len(cands), w[("a",)], w[("a", "b")], w[("a", "b", "c")]
+    (7, 1.0, 2.0, 3.0)
+    """
+    k = min(3, len(names))
+    work = list(itertools.combinations(names, k))
+    cands = [c for size in range(1, k + 1) for c in itertools.combinations(names, size)]
+    return cands, {r: float(sum(len(set(r) & set(s)) for s in work)) for r in cands}
+
+
+def expected_noise(epsilon: float) -> float:
+    """The expected absolute value of discrete Laplace noise at ``epsilon`` and L1 sensitivity 2:
+    ``2 a / (1 - a^2)``, ``a = exp(-epsilon / 2)``.
+
+    Examples
+    --------
+    >>> round(expected_noise(1.0), 4), round(expected_noise(0.01), 1)
+    (1.919, 200.0)
+    """
+    a = math.exp(-epsilon / 2)
+    return 2 * a / (1 - a * a)
+
+
+def noise_sd(epsilon: float) -> float:
+    """The standard deviation of discrete Laplace noise at ``epsilon`` and L1 sensitivity 2:
+    ``sqrt(2 a) / (1 - a)``, ``a = exp(-epsilon / 2)``.
+
+    Examples
+    --------
+    >>> round(noise_sd(1.0), 4)
+    2.7992
+    """
+    a = math.exp(-epsilon / 2)
+    return math.sqrt(2 * a) / (1 - a)
+
+
+def _down(x: Fraction) -> float:
+    """The largest float at most ``x``."""
+    f = float(x)
+    return f if Fraction(f) <= x else math.nextafter(f, 0.0)
+
+
+class _Budget:
+    """The rounds' epsilons, exactly: what is spent (a Fraction) never passes the budget."""
+
+    def __init__(self, budget: float, rounds: int, variables: int) -> None:
+        self.budget = Fraction(budget)
+        self.spent = Fraction(0)
+        self.round = _down(self.budget / rounds)
+        self.first = _down(Fraction(self.round) * ALPHA * FIRST_SHARE)  # each 1-way table's epsilon
+        if self.first * variables >= budget:
+            raise ParameterError("the budget is too small for the model pgm")
+
+    def spend(self, eps: float) -> float:
+        self.spent += Fraction(eps)
+        if self.spent > self.budget:  # pragma: no cover - the schedule never passes it
+            raise DataError("the model pgm overspent its budget: report this")
+        return eps
+
+    def next_round(self) -> tuple[float, float, bool]:
+        """The next round's selection and measurement epsilons, and whether it is the last."""
+        left = self.budget - self.spent
+        last = left < 2 * Fraction(self.round)
+        total = left if last else Fraction(self.round)
+        select = _down(total * (1 - ALPHA))
+        measure = _down(total - Fraction(select))
+        return select, measure, last
+
+    def share(self) -> float:
+        return float(self.spent / self.budget)
+
+
+class _Data:
+    """The original's codes and what the rounds read of them: exact marginals, computed once each."""
+
+    def __init__(self, codes: np.ndarray, names: Sequence[str], sizes: Sequence[int]) -> None:
+        self.codes, self.names, self.sizes = codes, list(names), list(sizes)
+        self._exact: dict[tuple[str, ...], np.ndarray] = {}
+        self.cached = 0
+        self.digest = hashlib.sha256(np.ascontiguousarray(codes, dtype="<i8").tobytes()).digest()
+
+    def shape(self, r: Sequence[str]) -> tuple[int, ...]:
+        return tuple(self.sizes[self.names.index(a)] for a in r)
+
+    def exact(self, r: tuple[str, ...]) -> np.ndarray:
+        if r in self._exact:
+            return self._exact[r]
+        idx = [self.names.index(a) for a in r]
+        shape = self.shape(r)
+        flat = np.ravel_multi_index(tuple(self.codes[:, i] for i in idx), shape) if len(idx) > 1 \
+            else self.codes[:, idx[0]]
+        table = np.bincount(flat, minlength=math.prod(shape)).astype(np.int64).reshape(shape)
+        if self.cached + table.size <= EXACT_CACHE_CELLS:  # kept while memory allows, else counted again
+            self._exact[r] = table
+            self.cached += table.size
+        return table
+
+
+def _letters(names: Sequence[str]) -> dict[str, str]:
+    return {a: chr(ord("a") + i) if i < 26 else chr(ord("A") + i - 26) for i, a in enumerate(names)}
+
+
+class _Factors:
+    """The model as non-negative factors over cliques (its potentials, exponentiated, and the rules' masks),
+    and its marginals by variable elimination in NumPy (``opt_einsum``), scaled to ``total`` records."""
+
+    def __init__(self, model: Any, masks: Sequence[tuple[tuple[str, ...], np.ndarray]], names: Sequence[str],
+                 total: int) -> None:
+        self.letters = _letters(names)
+        self.items: list[tuple[tuple[str, ...], np.ndarray]] = []
+        for cl in model.potentials.cliques:
+            v = np.asarray(model.potentials[cl].values, dtype=float)
+            self.items.append((tuple(cl), np.exp(v - v.max())))
+        self.items += [(cl, m.astype(float)) for cl, m in masks]
+        self.total = total
+
+    def marginal(self, r: Sequence[str]) -> np.ndarray:
+        import opt_einsum
+
+        spec = ",".join("".join(self.letters[a] for a in cl) for cl, _ in self.items)
+        out = opt_einsum.contract(f"{spec}->{''.join(self.letters[a] for a in r)}", *(v for _, v in self.items),
+                                  optimize="greedy")
+        s = out.sum()
+        return out * (self.total / s) if s > 0 else out
+
+
+def _model_cells(mbi: Any, domain: Any, cliques: Sequence[tuple[str, ...]]) -> int:
+    """The cells of the junction tree of ``cliques`` (its maximal cliques' cells, added up)."""
+    from mbi import junction_tree
+
+    tree, _ = junction_tree.make_junction_tree(domain, list(cliques))
+    return int(sum(domain.size(cl) for cl in junction_tree.maximal_cliques(tree)))
+
+
+def rule_masks(rules: Any, variables: Sequence[str], cats: Mapping[str, Sequence[Any]], max_cells: int
+               ) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """The edit rules as structural zeros: for each set of synthesized variables some rule names, the cells of
+    their joint table it allows (a boolean array in the variables' order), refused in one line when the table
+    passes ``max_cells`` or allows nothing.
+
+    Examples
+    --------
+    >>> from pramkit.structure import Rules
+    >>> [(cl, m.tolist()) for cl, m in rule_masks(Rules.of([{"a": "x", "b": "y"}]), ["a", "b"],
+    ...                                          {"a": ["x", "z"], "b": ["y", "w"]}, 1000)]
+    [(('a', 'b'), [[False, True], [True, True]])]
+    """
+    from pramkit.structure import Rules
+
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    for rule in rules.rules if rules is not None else ():
+        named = tuple(v for v in variables if v in rule.values)
+        if named:
+            groups.setdefault(named, []).append(rule)
+    out = []
+    for names, sub in groups.items():
+        cells = math.prod(len(cats[v]) for v in names)
+        if cells > max_cells:
+            raise ParameterError(f"the rules on {', '.join(names)} span {cells:,} cells, more than max_cells = "
+                                 f"{max_cells:,}: raise max_cells or recode to fewer categories")
+        grid = list(itertools.product(*(cats[v] for v in names)))
+        allowed = ~Rules(tuple(sub)).forbidden(names, grid).reshape(tuple(len(cats[v]) for v in names))
+        if not allowed.any():
+            raise DataError(f"the edit rules forbid every combination of {', '.join(names)}: check the rules")
+        out.append((names, allowed))
+    return out
+
+
+def _measure(data: _Data, r: tuple[str, ...], eps: float, key: SecretKey, cats: Mapping[str, Sequence[Any]]
+             ) -> Any:
+    """One table measured with discrete Laplace noise at ``eps`` (sensitivity 2), keyed by the exact table."""
+    from pramkit.privacy.geometric import dp_counts
+    from pramkit.release.frequencies import measured_bytes, noise_query
+
+    exact = data.exact(r)
+    labels = [*r, *(str(c) for a in r for c in cats[a])]
+    rng = key.design_random(noise_query("pgm:" + "x".join(r), labels, eps), measured_bytes(exact))
+    noisy = dp_counts(exact.ravel(), eps, sensitivity=2, rng=rng).noisy
+    return Table(tuple(r), exact.shape, float(eps), noisy.reshape(exact.shape))
+
+
+def _select(scores: np.ndarray, eps: float, sensitivity: float, key: SecretKey, digest: bytes, t: int) -> int:
+    """The exponential mechanism: index ``i`` with probability proportional to
+    ``exp(eps * scores[i] / (2 * sensitivity))``, at a keyed uniform (keyed by the round and the data)."""
+    logits = eps * (scores - scores.max()) / (2 * sensitivity)
+    p = np.exp(logits)
+    cdf = np.cumsum(p)
+    u = key.design_random(f"pgm-select|{t}|{float(eps)!r}|{len(scores)}", digest).random()
+    return int(min(np.searchsorted(cdf, u * cdf[-1], side="right"), len(scores) - 1))
+
+
+def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str, Sequence[Any]], *,
+                 epsilon: float, key: SecretKey, draw_key: SecretKey, rules: Any = None,
+                 max_cells: int = MAX_CELLS) -> PgmFit:
+    """Choose, measure and fit the marginals (module docstring) and draw one record per original record.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray
+        The original's codes (records by variables).
+    variables : sequence of str
+        The synthesized variables.
+    cats : mapping
+        Each variable's categories.
+    epsilon : float
+        The central budget (pure epsilon-DP, replace-one neighbours).
+    key, draw_key : SecretKey
+        The secret key (the noise, the selections) and the key of the draws.
+    rules : Rules, optional
+        The edit rules: structural zeros of the model.
+    max_cells : int
+        The most cells of the model's junction tree.
+
+    Returns
+    -------
+    PgmFit
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 3, 500)
+    >>> codes = np.stack([a, (a + (rng.random(500) < 0.2)) % 3], 1)
+    >>> fit = fit_and_draw(codes, ["a", "b"], {"a": [0, 1, 2], "b": [0, 1, 2]}, epsilon=5.0,
+    ...                    key=resolve_key(bytes(32)), draw_key=resolve_key(bytes(range(32))))  # doctest: +SKIP
+    >>> fit.drawn.shape, [m.axes for m in fit.measurements][:2]  # doctest: +SKIP
+    ((500, 2), [('a',), ('b',)])
+    """
+    from pramkit.privacy.epsilon import record_epsilon
+
+    mbi = import_mbi()
+    names = list(variables)
+    sizes = [len(cats[v]) for v in names]
+    if len(names) > MAX_VARIABLES:
+        raise ParameterError(f"the model pgm takes at most {MAX_VARIABLES} variables, got {len(names)}")
+    too_big = [v for v, s in zip(names, sizes) if s > max_cells]
+    if too_big:
+        raise ParameterError(f"{too_big[0]} has {len(cats[too_big[0]]):,} categories, more than max_cells = "
+                             f"{max_cells:,}: raise max_cells or recode it to fewer categories")
+    masks = rule_masks(rules, names, cats, max_cells)
+    data = _Data(codes, names, sizes)
+    n = len(codes)
+    rounds = ROUNDS_PER_VARIABLE * len(names)
+    budget = _Budget(epsilon, rounds, len(names))
+    with _quiet_jax():
+        domain = mbi.Domain(names, sizes)
+        base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in masks])
+        if base > max_cells:
+            raise ParameterError(f"the rules alone make a model of {base:,} cells, more than max_cells = "
+                                 f"{max_cells:,}: raise max_cells or recode to fewer categories")
+        constraints = tuple(mbi.Constraint(domain.project(cl), invalid=np.argwhere(~m)) for cl, m in masks)
+        state = _Rounds(mbi, domain, data, cats, key, constraints, masks, n)
+        for v in names:
+            state.add(_measure(data, (v,), budget.spend(budget.first), key, cats))
+        state.fit(ROUND_ITERS)
+        _rounds(state, budget, max_cells, base)
+        eps_all = [m.epsilon for m in state.measurements] + [s.epsilon for s in state.selections]
+        if record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
+            raise DataError("the model pgm overspent its budget: report this")
+        drawn = draw(state.factors(), names, sizes, n, draw_key, state.cliques())
+    if masks:
+        for cl, m in masks:
+            idx = [names.index(a) for a in cl]
+            if not m[tuple(drawn[:, i] for i in idx)].all():
+                raise DataError("the released records break an edit rule the model should have kept: report this")
+    return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
+                  [tuple(c) for c in state.measured], rounds)
+
+
+def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int) -> None:
+    """AIM's rounds (module docstring, step 3): select, measure, fit, anneal, until the budget is spent."""
+    data, key = state.data, state.key
+    cands, weights = workload(data.names)
+    t = 0
+    while budget.budget - budget.spent > 0:
+        eps_s, eps_m, last = budget.next_round()
+        if eps_s <= 0 or eps_m <= 0:
+            break
+        limit = max(base, max_cells * min(1.0, budget.share() + float((Fraction(eps_s) + Fraction(eps_m))
+                                                                       / budget.budget)))
+        allowed = [r for r in cands if math.prod(data.shape(r)) <= max_cells and state.fits(r, limit)]
+        scores = np.array([weights[r] * (state.error(r) - expected_noise(eps_m) * math.prod(data.shape(r)))
+                           for r in allowed])
+        sens = 2.0 * max(weights[r] for r in allowed)
+        r = allowed[_select(scores, eps_s, sens, key, data.digest, t)]
+        state.selections.append(Selection(t, budget.spend(eps_s), sens, len(allowed), r))
+        before = state.model_marginal(r)
+        state.add(_measure(data, r, budget.spend(eps_m), key, state.cats))
+        state.fit(FINAL_ITERS if last else ROUND_ITERS)
+        if last:
+            break
+        if np.abs(state.model_marginal(r) - before).sum() <= expected_noise(eps_m) * math.prod(data.shape(r)):
+            budget.round = _down(Fraction(budget.round) * 2)
+        t += 1
+
+
+class _Rounds:
+    """The measurements so far and the model fitted to them."""
+
+    def __init__(self, mbi: Any, domain: Any, data: _Data, cats: Mapping[str, Sequence[Any]], key: SecretKey,
+                 constraints: tuple[Any, ...], masks: Sequence[tuple[tuple[str, ...], np.ndarray]], n: int) -> None:
+        self.mbi, self.domain, self.data, self.cats, self.key = mbi, domain, data, cats, key
+        self.constraints, self.masks, self.n = constraints, list(masks), n
+        self.measurements: list[Any] = []
+        self.selections: list[Selection] = []
+        self.measured: list[tuple[str, ...]] = []
+        self.model: Any = None
+        self._factors: _Factors | None = None
+        self._marginals: dict[tuple[str, ...], np.ndarray] = {}
+        self._cells: dict[tuple[str, ...], int] = {}
+
+    def add(self, m: Any) -> None:
+        self.measurements.append(m)
+        if m.axes not in self.measured:
+            self.measured.append(m.axes)
+        self._cells = {}
+
+    def cliques(self) -> list[tuple[str, ...]]:
+        return list(self.measured) + [cl for cl, _ in self.masks]
+
+    def fit(self, iters: int) -> None:
+        from mbi import estimation
+
+        # a table measured twice is one measurement of the precision-weighted mean (the same least-squares
+        # objective, up to a constant): the model's structure, and so its compiled fit, stay the same
+        sums: dict[tuple[str, ...], list[Any]] = {}
+        for m in self.measurements:
+            w = noise_sd(m.epsilon) ** -2
+            acc = sums.setdefault(m.axes, [0.0, 0.0])
+            acc[0] = acc[0] + w * np.asarray(m.noisy, dtype=float).ravel()
+            acc[1] += w
+        ms = [self.mbi.LinearMeasurement(y / w, axes, stddev=w ** -0.5) for axes, (y, w) in sums.items()]
+        self.model = estimation.MirrorDescent().estimate(self.domain, ms, known_total=float(self.n),
+                                                         constraints=self.constraints, iters=iters,
+                                                         warm_start=self.model)
+        self._factors = None
+        self._marginals = {}
+
+    def factors(self) -> _Factors:
+        if self._factors is None:
+            self._factors = _Factors(self.model, self.masks, self.data.names, self.n)
+        return self._factors
+
+    def model_marginal(self, r: tuple[str, ...]) -> np.ndarray:
+        if r not in self._marginals:
+            self._marginals[r] = self.factors().marginal(r)
+        return self._marginals[r]
+
+    def error(self, r: tuple[str, ...]) -> float:
+        return float(np.abs(self.data.exact(r) - self.factors().marginal(r)).sum())
+
+    def fits(self, r: tuple[str, ...], limit: float) -> bool:
+        cl = self.cliques()
+        if len(r) == 1 or any(set(r) <= set(c) for c in cl):
+            return True
+        if r not in self._cells:
+            self._cells[r] = _model_cells(self.mbi, self.domain, [*cl, r])
+        return self._cells[r] <= limit
+
+
+def draw(factors: _Factors, names: Sequence[str], sizes: Sequence[int], n: int, key: SecretKey,
+         cliques: Sequence[tuple[str, ...]]) -> np.ndarray:
+    """``n`` records drawn from the model along its junction tree (the elimination order reversed): each
+    variable given the variables of its cliques already drawn, by systematic sampling within each group of
+    records with the same drawn values (mbi's ``"round"``), at keyed uniforms (``key``).  A value of
+    probability 0 given the drawn values is never drawn."""
+    from mbi import junction_tree
+
+    domain = _domain(names, sizes)
+    tree, order = junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
+    nodes = [set(c) for c in tree.nodes]
+    out = np.zeros((n, len(names)), dtype=np.int64)
+    used: list[str] = []
+    for col in order[::-1]:
+        parents = [a for a in used if any(col in c and a in c for c in nodes)]
+        j = names.index(col)
+        marg = factors.marginal((*parents, col)).reshape(-1, sizes[j])
+        if parents:
+            idx = [names.index(a) for a in parents]
+            group = np.ravel_multi_index(tuple(out[:, i] for i in idx), [sizes[i] for i in idx])
+        else:
+            group = np.zeros(n, dtype=np.int64)
+        out[:, j] = _systematic(marg, group, uniforms(key, f"@pgm|{col}|rank", 0, n),
+                                uniforms(key, f"@pgm|{col}|u", 0, n))
+        used.append(col)
+    return out
+
+
+def _domain(names: Sequence[str], sizes: Sequence[int]) -> Any:
+    from mbi import Domain
+
+    return Domain(list(names), list(sizes))
+
+
+def _systematic(marg: np.ndarray, group: np.ndarray, rank_u: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """For each record, a value drawn from its group's row of ``marg`` (counts, groups by values) by
+    systematic sampling: the records of a group, in the keyed order ``rank_u``, take the points
+    ``(rank + u) / size`` of the row's distribution.  A value of probability 0 is never drawn; a group whose
+    row is all zero (probability 0 under the model, which drawing never reaches) takes its row's last value.
+
+    Examples
+    --------
+    >>> _systematic(np.array([[1.0, 0.0, 3.0]]), np.zeros(4, dtype=np.int64), np.array([.1, .2, .3, .4]),
+    ...             np.full(4, 0.5)).tolist()
+    [0, 2, 2, 2]
+    """
+    order = np.lexsort((rank_u, group))
+    g = group[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    counts = np.diff(np.r_[starts, len(g)])
+    rank = np.arange(len(g)) - np.repeat(starts, counts)
+    point = (rank + u[order]) / np.repeat(counts, counts)
+    tot = marg.sum(axis=1, keepdims=True)
+    cdf = np.cumsum(marg, axis=1) / np.where(tot > 0, tot, 1.0)
+    last = marg.shape[1] - 1 - np.argmax(marg[:, ::-1] > 0, axis=1)
+    shift = 2.0 * np.arange(len(marg))
+    at = np.searchsorted((cdf + shift[:, None]).ravel(), point + shift[g], side="right") - g * marg.shape[1]
+    out = np.empty(len(group), dtype=np.int64)
+    out[order] = np.minimum(at, last[g])
+    return out
+
+
+# ----------------------------------------------------------------- the audit of a manifest of the model pgm
+
+def is_pgm(raw: Any) -> bool:
+    """Whether a synthesis manifest's model is ``"pgm"``.
+
+    Examples
+    --------
+    >>> is_pgm({"procedure": {"model": "pgm"}}), is_pgm({"procedure": {"pool": 40}})
+    (True, False)
+    """
+    proc = raw.get("procedure") if isinstance(raw, Mapping) else None
+    return isinstance(proc, Mapping) and proc.get("model") == "pgm"
+
+
+def _selections(raw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    sel = raw.get("selections")
+    return [s for s in sel if isinstance(s, Mapping)] if isinstance(sel, list) else []
+
+
+def planned_tables(raw: Mapping[str, Any]) -> list[list[str]]:
+    """The tables a manifest of the model pgm must list, in order: each variable's 1-way table, then the
+    marginal each selection chose.
+
+    Examples
+    --------
+    >>> planned_tables({"variables": {"a": {}, "b": {}}, "selections": [{"chosen": ["a", "b"]}]})
+    [['a'], ['b'], ['a', 'b']]
+    """
+    names = list(raw.get("variables") or {})
+    return [[v] for v in names] + [list(s.get("chosen") or []) for s in _selections(raw)]
+
+
+def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
+    """The epsilons of the measurements and of the selections that the manifest's budget, rounds and choices
+    give, the annealing read off the stated epsilons (each round's epsilon is the last one's or its double;
+    the last round spends what is left): a list each, or why they cannot be (a text).
+
+    Examples
+    --------
+    >>> raw = {"variables": {"a": {}, "b": {}}, "procedure": {"rounds": 4},
+    ...        "ledger": {"record_epsilon_budget": 1.0}, "selections": [{"epsilon": 0.025}],
+    ...        "measurements": [{"epsilon": 0.225}, {"epsilon": 0.225}, {"epsilon": 0.225}]}
+    >>> [round(e, 6) for e in schedule(raw)[0]], [round(e, 6) for e in schedule(raw)[1]]
+    ([0.225, 0.225, 0.225], [0.025])
+    """
+    try:
+        names = list(raw.get("variables") or {})
+        budget = _Budget(float((raw.get("ledger") or {})["record_epsilon_budget"]),
+                         int((raw.get("procedure") or {})["rounds"]), len(names))
+    except (KeyError, TypeError, ValueError, ParameterError) as exc:
+        return f"the schedule cannot be replayed ({exc})"
+    measured = [budget.spend(budget.first) for _ in names]
+    chosen: list[float] = []
+    stated = [m.get("epsilon") for m in raw.get("measurements") or [] if isinstance(m, Mapping)][len(names):]
+    for t, sel in enumerate(_selections(raw)):
+        s, m, last = budget.next_round()
+        if t > 0 and (sel.get("epsilon"), stated[t] if t < len(stated) else None) != (s, m) and not last:
+            budget.round = _down(Fraction(budget.round) * 2)  # the annealing doubled it
+            s, m, last = budget.next_round()
+        chosen.append(budget.spend(s))
+        measured.append(budget.spend(m))
+        if last:
+            break
+    return measured, chosen
+
+
+def weight(names: Sequence[str], r: Sequence[str]) -> float:
+    """The AIM weight of marginal ``r`` among the 3-way workload of ``names`` (:func:`workload`).
+
+    Examples
+    --------
+    >>> weight(["a", "b", "c", "d"], ["a", "b"])
+    6.0
+    """
+    k = min(3, len(names))
+    return float(sum(len(set(r) & set(s)) for s in itertools.combinations(names, k)))
+
+
+def check_selection(raw: Mapping[str, Any], at: Sequence[Any], value: Any) -> tuple[bool, str]:
+    """One field of a selection (``selections[i].FIELD``) against what the manifest implies: the mechanism, its
+    round, its epsilon (the schedule replayed), its sensitivity (at least twice the chosen marginal's weight,
+    the bound of its score) and its choice (a 1-, 2- or 3-way marginal of the variables, the next table
+    measured).
+
+    Examples
+    --------
+    >>> raw = {"variables": {"a": {}, "b": {}}, "selections": [{"chosen": ["a", "b"], "sensitivity": 4.0}]}
+    >>> check_selection(raw, ("selections", 0, "sensitivity"), 4.0)
+    (True, 'at least 2 w = 4 of the chosen marginal')
+    >>> check_selection(raw, ("selections", 0, "chosen"), ["a", "c"])
+    (False, "stated ['a', 'c']: not 1 to 3 distinct synthesized variables")
+    """
+    i, name = int(at[1]), at[-1]
+    names = list(raw.get("variables") or {})
+    sels = _selections(raw)
+    sel = sels[i] if i < len(sels) else {}
+    if name == "mechanism":
+        return value == "exponential", "the exponential mechanism" if value == "exponential" else \
+            f"stated {value!r}: 'exponential'"
+    if name == "round":
+        return value == i, f"round {i}" if value == i else f"stated {value!r}, its place {i}"
+    if name == "chosen":
+        ok = isinstance(value, list) and 1 <= len(value) <= 3 and len(set(value)) == len(value) and \
+            all(v in names for v in value)
+        if not ok:
+            return False, f"stated {value!r}: not 1 to 3 distinct synthesized variables"
+        ms = [m.get("axes") for m in raw.get("measurements") or [] if isinstance(m, Mapping)]
+        there = len(names) + i < len(ms) and ms[len(names) + i] == value
+        return there, "the next table measured" if there else "not the table measured after it"
+    if name == "sensitivity":
+        w = weight(names, sel.get("chosen") or [])
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 2 * w
+        return ok, f"at least 2 w = {2 * w:g} of the chosen marginal" if ok else \
+            f"stated {value!r}, below 2 w = {2 * w:g} of the chosen marginal"
+    if name == "epsilon":
+        plan = schedule(raw)
+        if isinstance(plan, str):
+            return False, plan
+        expected = plan[1][i] if i < len(plan[1]) else None
+        ok = expected is not None and value == expected
+        return ok, "its share of the round, the schedule replayed" if ok else \
+            f"stated {value!r}, the schedule replayed {expected!r}"
+    return False, f"no such field of a selection: {name}"
