@@ -20,6 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "spark": ("pyspark", "py4j"),
     "app": ("shiny", "uvicorn", "starlette", "jinja2"),
     "report": ("matplotlib",),
+    "pgm": ("mbi", "jax", "jaxlib"),
 }
 
 
