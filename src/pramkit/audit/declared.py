@@ -1016,14 +1016,14 @@ def _check_suppression_guarantee(ctx: FieldContext, at: tuple, value: Any) -> Ve
 
 def _suppressed_counts(ctx: FieldContext, section: dict[str, Any]) -> list[tuple[str, np.ndarray, list[str]]]:
     """The frequencies k-anonymity is recounted from: the original (the suppressed file the design read) by every
-    key, and the released file by the keys released as they are (when no stratum is perturbed)."""
+    key, and the released file by the keys released as they are (those the manifest's ``"suppressed"`` fact names,
+    :meth:`pramkit.manifest.Manifest.exact_facts`)."""
     from pramkit.suppress import released_frequencies
 
     keys, strata, missing = list(section["keys"]), list(section.get("strata") or []), section["missing"]
-    raw = _manifest_raw(ctx)
-    na = [str(x) for x in (raw.get("input") or {}).get("na_values") or []]
-    perturbed = {c for v in raw.get("variables", []) for c in v.get("columns") or [v.get("name")]}
-    exact = [] if perturbed & set(strata) else [c for c in keys if c not in perturbed]
+    manifest = _parsed(ctx)
+    na = [str(x) for x in manifest.input.get("na_values") or []]
+    exact = list(next(f for f in manifest.exact_facts if f.kind == "suppressed").values[2])
     out = []
     original, released = ctx.original, _released(ctx)
     if original is not None:
@@ -1035,6 +1035,7 @@ def _suppressed_counts(ctx: FieldContext, section: dict[str, Any]) -> list[tuple
     return out
 
 
+@_unreadable
 def _check_suppressed(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     """``input.suppression`` of a manifest (a release designed from a file ``pramkit suppress`` wrote): each setting
     as the guarantee sentence states it, and k-anonymity recounted in the original (every key) and in the released
