@@ -198,3 +198,17 @@ def silc20(sdc_data: Path) -> Any:
         band = np.where(x <= 0, "none", np.where(x < x[x > 0].median(), "low", "high"))
         out[name] = pd.Series(band, index=x.index).where(x.notna(), None)
     return out
+
+
+def run_cli(*args: Any) -> tuple[int, str, str]:
+    """``pramkit ARGS`` in this process: its exit status, what it printed and what it said on stderr (each argument
+    as text)."""
+    import contextlib
+    import io
+
+    from pramkit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()

@@ -15,8 +15,6 @@ Checked against code written here, never against numbers the code under test pro
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import json
 import math
@@ -29,10 +27,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import SDC_DATA
+from conftest import run_cli as cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pramkit.cli import main
 from pramkit.engine.ids import new_ids
 from pramkit.risk.kanonymity import k_anonymity_violations, l_diversity, record_frequencies, risky_cells
 
@@ -96,12 +94,6 @@ def groupby_diversity(frame: pd.DataFrame, keys: list[str], s: str) -> pd.DataFr
 def read(name: str) -> pd.DataFrame:
     return pd.read_csv(SDC_DATA / name, dtype=str, keep_default_na=False, na_values=[""])
 
-
-def cli(*args: Any) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 # ------------------------------------------------------------------ records below k, real data

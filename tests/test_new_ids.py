@@ -9,9 +9,7 @@ written, and a failed write leaves nothing."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -19,18 +17,12 @@ from typing import Any
 import pandas as pd
 import pytest
 from conftest import SDC_DATA
+from conftest import run_cli as cli
 
 import pramkit.atomic as atomic
-from pramkit.cli import main
 
 needs_data = pytest.mark.skipif(not (SDC_DATA / "testdata.csv").is_file(), reason="../shared/data/sdcmicro is absent")
 
-
-def cli(*args: Any) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

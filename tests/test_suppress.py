@@ -15,10 +15,8 @@ Checked against code written here, never against numbers the code under test pro
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
-import io
 import itertools
 import json
 import random
@@ -31,11 +29,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import SDC_DATA
+from conftest import run_cli as cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pramkit.atomic as atomic
-from pramkit.cli import main
 from pramkit.suppress import cells_to_suppress, counting_bound, greedy, suppression_plan
 
 TESTDATA_KEYS = ["urbrur", "roof", "walls", "water", "sex"]
@@ -98,12 +96,6 @@ def read_keys(path: Path, keys: Sequence[str]) -> list[tuple]:
     with path.open(newline="", encoding="utf-8") as fh:
         return [tuple(row[k] if row[k] != "" else None for k in keys) for row in csv.DictReader(fh)]
 
-
-def cli(*args: Any) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 # ------------------------------------------------------------------ the independent count is right

@@ -6,29 +6,19 @@ strata ``ageG = cut(age, 5)`` (its ``kAnon``).  pramkit's greedy heuristic must 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 from conftest import SDC_DATA
-
-from pramkit.cli import main
+from conftest import run_cli as cli
 
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 #: sdcMicro's expected new suppressions (test_localSuppression.R): without strata, and with ageG.
 SDCMICRO = {"none": 97, "ageG": 109}
 needs_data = pytest.mark.skipif(not (SDC_DATA / "testdata2.csv").is_file(), reason="../shared/data/sdcmicro is absent")
 
-
-def cli(*args: Any) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 def _with_age_groups(folder: Path) -> Path:
