@@ -201,8 +201,12 @@ def _lists(x: Any) -> Any:
     return [_lists(v) for v in x] if isinstance(x, (list, tuple)) else x
 
 
-def _and(names: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
+def listed(names: Sequence[Any]) -> str:
+    """Names as a list in a sentence: ``a``, ``a and b``, ``a, b and c``.
+
+    >>> listed(["age"]), listed(["age", "sex"]), listed(["age", "sex", "region"])
+    ('age', 'age and sex', 'age, sex and region')
+    """
     names = [str(n) for n in names]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
@@ -245,9 +249,9 @@ def fact_words(fact: ExactFact) -> str:
         return (f"whether {v[0]} is {what} in a record whose {fact.column} is {where} (it never changes there, "
                 "and other strata change it)")
     if k == "missing":
-        return f"which values of {_and(v)} are missing"
+        return f"which values of {listed(v)} are missing"
     if k == "missing_code":
-        return f"which missing code each missing value of {_and(v)} holds ({fact.values[0]})"
+        return f"which missing code each missing value of {listed(v)} holds ({fact.values[0]})"
     if k == "joint_missing":
         return (f"which of {', '.join(fact.values)} are missing in each record (they stay missing and no value "
                 "becomes missing; the others are perturbed by the matrix's margin over them)")
@@ -284,12 +288,12 @@ def suppression_fragment(field: str, value: Any) -> str:
     [True, True, True, True, False]
     """
     if field == "keys":
-        return f"of the keys {_and([str(x) for x in value])} are missing"
+        return f"of the keys {listed([str(x) for x in value])} are missing"
     if field == "k":
         return f"appeared at least {value} times"
     if field == "missing":
         return f"({MISSING_RULE_WORDS[value]})" if value in MISSING_RULE_WORDS else f"(the rule {value!r})"
-    return f" within each stratum of {_and([str(x) for x in value])}" if value else ""
+    return f" within each stratum of {listed([str(x) for x in value])}" if value else ""
 
 
 def suppression_words(fact: ExactFact) -> str:
@@ -308,8 +312,8 @@ def suppression_words(fact: ExactFact) -> str:
     least, rule, exact, strata = fact.values
     words = " The epsilon is of the records after suppression."
     if exact:
-        within = f" within each stratum of {_and(strata)}" if strata else ""
-        words += (f" Every combination of {_and(exact)}, released as they are, appears at least {least} times{within} "
+        within = f" within each stratum of {listed(strata)}" if strata else ""
+        words += (f" Every combination of {listed(exact)}, released as they are, appears at least {least} times{within} "
                   f"in the released file ({MISSING_RULE_WORDS[rule]}).")
     return words
 
@@ -731,7 +735,7 @@ def unperturbed_words(columns: Sequence[str] | None) -> str:
         return ""
     if len(columns) == 1:
         return f" The column {columns[0]} is released as it is (not perturbed): no epsilon covers it."
-    return f" The columns {_and(columns)} are released as they are (not perturbed): no epsilon covers them."
+    return f" The columns {listed(columns)} are released as they are (not perturbed): no epsilon covers them."
 
 
 #: The qualifier of a record epsilon that holds among records agreeing on what is shown exactly.
@@ -887,7 +891,7 @@ def release_guarantee(manifest: Any, columns: Sequence[str] | None = None) -> Gu
     loose: tuple[str, ...] = ("the columns that are not perturbed (released as they are)",)
     if unperturbed is not None:
         loose = () if not unperturbed else (f"the column {unperturbed[0]} (released as it is)",) \
-            if len(unperturbed) == 1 else (f"the columns {_and(unperturbed)} (released as they are)",)
+            if len(unperturbed) == 1 else (f"the columns {listed(unperturbed)} (released as they are)",)
     ordered = sorted(facts, key=lambda f: FACT_KINDS.index(f.kind))
     not_covered = tuple(dict.fromkeys([*(f.reveals for f in ordered), *loose, *ledger.data_dependent]))
     return Guarantee(ledger.total(eps), bool(manifest.is_structured),

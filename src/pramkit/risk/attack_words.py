@@ -10,8 +10,9 @@ Private as the figures are: they come from the original.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from pramkit.ledger import listed  # names as a list in a sentence, as the guarantee sentence writes them
 
 if TYPE_CHECKING:
     from pramkit.risk.attack import AttackResult, BayesCeiling, ReconstructionResult
@@ -44,27 +45,6 @@ def percent(share: float | None) -> str:
     if v in (0.0, 100.0) or 1.0 <= v <= 99.0:
         return f"{v:.0f} %"
     return f"{v:.1f} %"
-
-
-def listed(names: Sequence[str]) -> str:
-    """Names as a list in a sentence.
-
-    Parameters
-    ----------
-    names : sequence of str
-        At least one name.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> listed(["age"]), listed(["age", "sex"]), listed(["age", "sex", "region"])
-    ('age', 'age and sex', 'age, sex and region')
-    """
-    names = list(names)
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def reconstruction_sentences(rec: ReconstructionResult, features: int | None = FEATURES_IN_WORDS) -> list[str]:
