@@ -48,6 +48,9 @@ CALLBACKS: dict[tuple[str, str], str] = {
     ("pramkit.ledger", "pramkit.manifest"): "the guarantee sentence asks the manifest it is given for its columns "
                                             "and facts, while pramkit.ledger stands below pramkit.manifest (after "
                                             "the design: the command's printout)",
+    ("pramkit.privacy.kinds", "pramkit.manifest"): "each guarantee kind reads the figure of the perturbed variable "
+                                                   "it is given (its epsilon, its released law, its structure), "
+                                                   "for the ledger's guarantee, as the ledger reads the manifest",
 }
 #: The stages of ``design_planned``, in order: module and function.
 STAGES = (("pramkit.release.count", "count_release"), ("pramkit.release.frequencies", "design_frequencies"),
@@ -188,7 +191,7 @@ def test_the_route_of_epsilon_from_the_command_line_checks_and_derives_each_thin
     assert not _climbs(cli_route), _climbs(cli_route)
     seen = {(c.caller, c.callee) for c in cli_route if c.up}
     assert seen == {("pramkit.validate", "pramkit.release.rules"), ("pramkit.ledger", "pramkit.manifest"),
-                    ("pramkit.settings", "pramkit.release.spec")}
+                    ("pramkit.settings", "pramkit.release.spec"), ("pramkit.privacy.kinds", "pramkit.manifest")}
 
 
 def test_each_callback_is_still_taken() -> None:

@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from pramkit.errors import ManifestError, ParameterError
 from pramkit.privacy.epsilon import REALISED_SLACK, record_epsilon
+from pramkit.privacy.kinds import GuaranteeFigure, guarantee_figures
 
 #: Largest share of the record budget that the default design step spends
 #: (measured in docs/privacy.md).
@@ -773,6 +774,11 @@ class Guarantee:
         What reaches the manifest from the data without a DP mechanism (:attr:`Ledger.data_dependent`).
     facts : tuple of ExactFact
         What the release shows exactly.
+    kinds : tuple of GuaranteeFigure
+        The figure of every privacy model the release states, variable by variable (and for the
+        release where they combine): epsilon, metric epsilon, recognition bound, beta, k
+        (:func:`pramkit.privacy.kinds.guarantee_figures`, one entry per model in
+        :data:`pramkit.privacy.kinds.GUARANTEE_KINDS`).
 
     Examples
     --------
@@ -792,6 +798,7 @@ class Guarantee:
     unperturbed: tuple[str, ...] | None
     data_dependent: tuple[str, ...] = ()
     facts: tuple[ExactFact, ...] = ()
+    kinds: tuple[GuaranteeFigure, ...] = ()
 
     @property
     def figure(self) -> str:
@@ -823,7 +830,7 @@ class Guarantee:
                 "figure": self.figure, "headline": self.headline, "coverage": self.coverage,
                 "not_covered": list(self.not_covered),
                 "unperturbed_columns": None if self.unperturbed is None else list(self.unperturbed),
-                "statement": self.sentence}
+                "statement": self.sentence, "kinds": [f.to_dict() for f in self.kinds]}
 
 
 def epsilon_figure(eps: float, given_structure: bool = False) -> str:
@@ -872,7 +879,8 @@ def release_guarantee(manifest: Any, columns: Sequence[str] | None = None) -> Gu
     -------
     Guarantee
         Its figure, qualifier, sentence and what it does not cover, derived from the manifest's
-        matrices, facts and ledger.
+        matrices, facts and ledger; the figure of every privacy model it states (``kinds``:
+        :func:`pramkit.privacy.kinds.guarantee_figures`).
 
     Examples
     --------
@@ -883,6 +891,8 @@ def release_guarantee(manifest: Any, columns: Sequence[str] | None = None) -> Gu
     ('1.387', ('which values of sex are missing', 'the column income (released as it is)'))
     >>> release_guarantee(m).not_covered[-1]
     'the columns that are not perturbed (released as they are)'
+    >>> [(f.kind, f.variable, f.words) for f in g.kinds if f.variable is not None]
+    [('epsilon', 'sex', '1.387'), ('beta', 'sex', '0.7219')]
     """
     ledger = manifest.ledger if manifest.ledger is not None else NO_LEDGER
     facts = tuple(manifest.exact_facts)
@@ -896,7 +906,7 @@ def release_guarantee(manifest: Any, columns: Sequence[str] | None = None) -> Gu
     not_covered = tuple(dict.fromkeys([*(f.reveals for f in ordered), *loose, *ledger.data_dependent]))
     return Guarantee(ledger.total(eps), bool(manifest.is_structured),
                      ledger.statement(eps, facts=facts, unperturbed=unperturbed), not_covered, unperturbed,
-                     tuple(ledger.data_dependent), facts)
+                     tuple(ledger.data_dependent), facts, guarantee_figures(manifest))
 
 
 def default_design_epsilon(budget: float, rows: int, cells: Sequence[int]) -> float:

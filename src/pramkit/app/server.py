@@ -1073,8 +1073,12 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
         d = step.result()
         if d is None:
             return ui.p("Choose the variables and the budget, then Design.")
+        from pramkit.ledger import release_guarantee
+        from pramkit.privacy.kinds import kind_lines
+
+        kinds = kind_lines((d.stated or release_guarantee(d.manifest)).kinds)  # the other privacy models stated
         return ui.div(ui.p(ui.strong("Guarantee: "), d.guarantee),
-                      ui.p(ui.strong(d.headline)), ui.p(d.coverage),
+                      ui.p(ui.strong(d.headline)), *(ui.p(line) for line in kinds), ui.p(d.coverage),
                       *(ui.p(ui.em(note)) for note in d.notes), class_="alert alert-info")
 
     output(id="ledger")(_table(step, lambda d: d.ledger))

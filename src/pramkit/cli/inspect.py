@@ -161,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.engine.receipt import inspect_guarantees, released_guarantee
     from pramkit.ledger import described_epsilon_words
+    from pramkit.privacy.kinds import kind_lines
 
     manifest = Manifest.read(args.manifest)
     info = manifest.describe()
@@ -204,6 +205,8 @@ def run(args: argparse.Namespace) -> int:
         ledger = info["ledger"]
         print(f"design epsilon: {figure(info['design_epsilon'])} (frequencies: {ledger['frequencies']}"
               + (f", prior {ledger['prior']!r}" if ledger["prior"] else "") + ")")
+    for line in kind_lines(stated.kinds):  # every other privacy model stated (pramkit.privacy.kinds)
+        print(line)
     for fact in info["released_exactly_facts"]:
         print(f"shown exactly ({fact['kind']}): {fact['reveals']}"
               + ("" if fact["covered"] else " (no epsilon covers these values)"))
