@@ -12,6 +12,10 @@ For a release designed to a target (``pramkit design --target``), ``--design-rec
 internal report the private design record: it then draws the risk-utility map of the budgets the
 search explored (:mod:`pramkit.report.rumap`).  The public report never shows it.
 
+With ``--attack-known A,B``, the internal report attacks the released file as an intruder who knows those
+columns of each person of DATA (:func:`pramkit.report.build.attack_figures`, as ``pramkit attack --manifest``):
+the figures in plain words beside the guarantee, and the most exposed records.  The public report never shows it.
+
 The released file is checked against the manifest by its receipt (:func:`pramkit.engine.receipt.check_release`):
 a release made with another manifest is refused, and a release without a receipt gets a note.  Whenever
 DATA is given, a "release" identical to it in every perturbed column is refused; without DATA, the public
@@ -50,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ...                           "--distances", "region=ordinal", "--within", "region=1"])
     >>> str(args.data), str(args.released), args.keys, str(args.out), str(args.public), args.func is run
     ('data.csv', 'released.csv', 'region,sex', 'internal.html', 'public.html', True)
-    >>> args.distances, args.within, args.sampling_fraction
-    (['region=ordinal'], ['region=1'], None)
+    >>> args.distances, args.within, args.sampling_fraction, args.attack_known
+    (['region=ordinal'], ['region=1'], None, None)
     >>> args = parser.parse_args(["report", "--manifest", "m.json", "--released", "released.csv",
     ...                           "--public", "public.html"])   # the public report alone
     >>> args.data, args.out, str(args.public)
@@ -98,6 +102,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --out, for a release designed to a target (`pramkit design --target`): its private "
                         "design record (OUT_STEM.design-record.json); the internal report then draws the "
                         "risk-utility map of the budgets the search explored")
+    p.add_argument("--attack-known", metavar="A,B,...",
+                   help="with --out: attack the released file as an intruder who knows these columns of each person "
+                        "of the original (as `pramkit attack --manifest`): the internal report adds the risk by "
+                        "attack (reconstruction against the margins alone, the Bayes ceiling, linkage, the most "
+                        "exposed records); the public report never shows it")
     p.add_argument("--force", action="store_true", help="overwrite the reports if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -147,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
     Raises
     ------
     PramkitError
-        Neither ``--out`` nor ``--public``; ``--out`` without DATA or ``--keys``; ``--design-record``
+        Neither ``--out`` nor ``--public``; ``--out`` without DATA or ``--keys``; ``--attack-known`` without
+        ``--out`` or naming a column not in both files; ``--design-record``
         without ``--out``, or a record that is missing, not a design record, without a target, or of
         another manifest or original file; a report over
         an input or an existing file without ``--force``; a release of another manifest, or one
@@ -195,6 +205,12 @@ def run(args: argparse.Namespace) -> int:
     if args.contributions and args.out is None:
         raise ParameterError("--contributions goes with --out: the contributions read the original file, so only "
                              "the internal report shows them")
+    attack_known = comma_names(getattr(args, "attack_known", None)) or None
+    if getattr(args, "attack_known", None) is not None and not attack_known:
+        raise ParameterError("--attack-known names no column")
+    if attack_known and args.out is None:
+        raise ParameterError("--attack-known goes with --out: the attack reads the original file, so only the "
+                             "internal report shows it")
     if args.design_record is not None and args.out is None:
         raise ParameterError("--design-record goes with --out: the design record is computed from the original "
                              "file, so only the internal report shows its risk-utility map")
@@ -222,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
                               sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet,
                               na_values=args.na_values, contributions=args.contributions, sep=args.sep,
                               encoding=args.encoding, design_record=args.design_record, decimal=args.decimal,
-                              **locality)
+                              attack_known=attack_known, **locality)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
         public = build_public_report(manifest, args.released, original=args.data, quiet=args.quiet,

@@ -547,6 +547,214 @@ class FileProvenance:
     manifest_version: str
 
 
+#: Records the internal report lists among the most exposed to the attack (the largest posteriors).
+ATTACK_EXPOSED = 20
+
+
+@dataclass(frozen=True)
+class ExposedRecord:
+    """A record of the original whose best guess the Bayes attacker is surest of.
+
+    Attributes
+    ----------
+    row : int
+        The record's 0-based position in the original (as ``pramkit attack --per-record`` numbers it).
+    known : tuple of (str, str)
+        The columns the attacker knows, with the record's values.
+    target : str
+        The perturbed column guessed (the one of the record's targets with the largest posterior).
+    guess : str
+        The best guess of its value.
+    posterior : float
+        The posterior probability of the best guess (the true joint law as the prior).
+    """
+
+    row: int
+    known: tuple[tuple[str, str], ...]
+    target: str
+    guess: str
+    posterior: float
+
+
+@dataclass(frozen=True)
+class CeilingFigures:
+    """The Bayes ceiling of one perturbed target under one prior (:class:`pramkit.risk.attack.BayesCeiling`).
+
+    Attributes
+    ----------
+    target : str
+        The target column(s), comma-separated.
+    true_law : bool
+        The prior is the original's own joint table (the ceiling no attack beats in expectation); otherwise it
+        is estimated from the release (what a public attacker believes).
+    prior : str
+        The prior's name.
+    records : int
+        Records scored.
+    share, baseline_share : float
+        Expected share of right guesses with the released record, and with the prior and the known columns
+        alone.
+    realised_share : float or None
+        Share of the argmax guesses that are right in this release (from the original).
+    epsilon : float
+        The epsilon of the perturbed variables holding the target (nats).
+    """
+
+    target: str
+    true_law: bool
+    prior: str
+    records: int
+    share: float
+    baseline_share: float
+    realised_share: float | None
+    epsilon: float
+
+
+@dataclass(frozen=True)
+class AttackFigures:
+    """Risk by attack (:func:`pramkit.risk.attack.attack`), as the internal report shows it.
+
+    Attributes
+    ----------
+    known : tuple of str
+        The columns the attacker knows of each person.
+    records, features : int
+        Records of the original attacked, and the features guessed.
+    accuracy, baseline : float
+        Share of (record, feature) values the reconstruction recovers, and the share from the published margins
+        alone (each feature's most frequent released value).
+    weighted_accuracy, weighted_baseline : float
+        The same with rare values counted more.
+    ceilings : tuple of CeilingFigures
+        The Bayes ceiling of each perturbed target, true law then estimated prior.
+    linkage : mapping or None
+        The linkage's totals (:meth:`pramkit.risk.attack_linkage.LinkageResult.to_dict`); None when not run.
+    sentences : tuple of str
+        Every figure in plain words (:func:`pramkit.risk.attack_words.attack_sentences`).
+    notes : tuple of str
+        What was left out, and why.
+    exposed : tuple of ExposedRecord
+        The records whose best guess is the most probable, largest first (at most :data:`ATTACK_EXPOSED`).
+    scored : int
+        Records with a Bayes posterior (those the exposed records are taken from).
+    """
+
+    known: tuple[str, ...]
+    records: int
+    features: int
+    accuracy: float
+    baseline: float
+    weighted_accuracy: float
+    weighted_baseline: float
+    ceilings: tuple[CeilingFigures, ...]
+    linkage: Mapping[str, Any] | None
+    sentences: tuple[str, ...]
+    notes: tuple[str, ...]
+    exposed: tuple[ExposedRecord, ...]
+    scored: int
+
+
+def _most_exposed(result: Any, original: pd.DataFrame, top: int) -> tuple[tuple[ExposedRecord, ...], int]:
+    """The ``top`` records with the largest posterior of a best guess (true-law ceilings; a record's largest over
+    its targets; ties to the first row), and the number of records scored."""
+    from pramkit.risk.attack import TRUE_LAW
+
+    best: dict[int, tuple[float, str, str]] = {}
+    for c in (c for c in result.ceilings if c.prior == TRUE_LAW):
+        target = ", ".join(c.target)
+        for row, posterior, guess in zip(c.rows.tolist(), c.max_posterior.tolist(), c.guesses()):
+            if row not in best or posterior > best[row][0]:
+                best[row] = (posterior, target, ", ".join(map(str, guess)) if isinstance(guess, tuple) else str(guess))
+    ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))[:top]
+    known = list(result.reconstruction.known)
+    return tuple(ExposedRecord(row=row, known=tuple(zip(known, map(str, original.iloc[row][known].tolist()))),
+                               target=target, guess=guess, posterior=posterior)
+                 for row, (posterior, target, guess) in ranked), len(best)
+
+
+def attack_figures(original: pd.DataFrame, released: pd.DataFrame, known: Sequence[str], manifest: Manifest, *,
+                   key: Any = None, top: int = ATTACK_EXPOSED) -> AttackFigures:
+    """Attack the released file as an intruder who knows the ``known`` columns of each person of the original
+    (:func:`pramkit.risk.attack.attack` with the manifest: reconstruction, Bayes ceiling, linkage), and collect
+    what the internal report shows.
+
+    Parameters
+    ----------
+    original, released : pandas.DataFrame
+        The original and the released file, the same records in the same order, the same columns.
+    known : sequence of str
+        The columns the attacker knows.
+    manifest : Manifest
+        The release's manifest (the Bayes ceiling of each perturbed target).
+    key : SecretKey, bytes or None
+        The key of the linkage's holdout half (default a fresh one).
+    top : int
+        How many of the most exposed records to keep.
+
+    Returns
+    -------
+    AttackFigures
+        Computed from the original: private.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`pramkit.risk.attack.attack` (a known column the files lack, files with other columns).
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> o = pd.DataFrame({"age": ["20", "20", "60", "60"] * 25, "sex": ["f", "m"] * 50})
+    >>> m = Manifest.of({"sex": PramMatrix([[0.9, 0.1], [0.1, 0.9]], ("f", "m"))})
+    >>> a = attack_figures(o, o, ["age"], m, key=bytes(32))
+    >>> a.known, a.features, [(c.target, c.true_law, round(c.share, 2)) for c in a.ceilings][0]
+    (('age',), 1, ('sex', True, 0.9))
+    >>> len(a.exposed), a.exposed[0].row, a.exposed[0].known, round(a.exposed[0].posterior, 2)
+    (20, 0, (('age', '20'),), 0.9)
+    """
+    from pramkit.risk.attack import TRUE_LAW, attack
+    from pramkit.risk.attack_linkage import MAX_PAIRS
+    from pramkit.risk.attack_words import attack_sentences
+
+    pairs = len(original) * len(released)
+    result = attack(original, released, list(known), None, manifest, linkage=pairs <= MAX_PAIRS, key=key)
+    notes = list(result.notes) + ([] if pairs <= MAX_PAIRS else [
+        f"no linkage: {len(original):,} x {len(released):,} pairs of records to compare exceed {MAX_PAIRS:,}"])
+    rec = result.reconstruction
+    ceilings = tuple(CeilingFigures(
+        target=", ".join(c.target), true_law=c.prior == TRUE_LAW, prior=c.prior, records=c.records, share=c.share,
+        baseline_share=c.baseline_share, realised_share=c.to_dict()["realised_share"], epsilon=c.epsilon)
+        for c in result.ceilings)
+    exposed, scored = _most_exposed(result, original, top)
+    return AttackFigures(
+        known=rec.known, records=rec.records, features=len(rec.features), accuracy=rec.accuracy,
+        baseline=rec.baseline, weighted_accuracy=rec.weighted_accuracy, weighted_baseline=rec.weighted_baseline,
+        ceilings=ceilings, linkage=None if result.linkage is None else result.linkage.to_dict(),
+        sentences=tuple(attack_sentences(result)), notes=tuple(notes), exposed=exposed, scored=scored)
+
+
+def _check_attack_known(data: Any, released: Any, known: Sequence[str], reading: Mapping[str, Any]) -> None:
+    """Refuse, before any work, attack columns that are not in both files."""
+    for frame, what in ((data, "original file"), (released, "released file")):
+        if isinstance(frame, (str, Path)):
+            meta, _ = iter_batches(frame, columns=None, **{k: v for k, v in reading.items() if k != "decimal"})
+            columns = list(map(str, meta.columns))
+        else:
+            columns = list(map(str, frame.columns))
+        absent = [k for k in known if k not in columns]
+        if absent:
+            raise DataError(f"the attack's known column(s) {', '.join(map(repr, absent))} are not in the {what}")
+
+
+def _attack_frames(data: Any, released: Any, reading: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both files whole, as the attack reads them (every column as text, missing values as ``pramkit attack``)."""
+    from pramkit.io import read_table
+
+    dialect = {k: reading[k] for k in ("na_values", "sep", "encoding")}
+    return tuple(read_table(x, **dialect) if isinstance(x, (str, Path)) else x  # type: ignore[return-value]
+                 for x in (data, released))
+
+
 @dataclass(frozen=True, eq=False)
 class ReleaseReport:
     """Everything a release report shows: numbers only (see :func:`pramkit.report.write_report`).
@@ -604,6 +812,10 @@ class ReleaseReport:
         With ``build_report(..., design_record=...)`` for a release designed to a target: the budgets the
         search explored, read from the private design record (:mod:`pramkit.report.rumap`); never in a
         public report.
+    attack : AttackFigures, optional
+        With ``build_report(..., attack_known=...)``: the attack on the released file by an intruder who knows
+        those columns of each person (:func:`attack_figures`); computed from the original, so never in a
+        public report.
 
     Examples
     --------
@@ -649,6 +861,7 @@ class ReleaseReport:
     guarantees: Any = None
     stated: Any = None
     risk_utility_map: RiskUtilityMap | None = None
+    attack: AttackFigures | None = None
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -1419,6 +1632,8 @@ def build_report(
     encoding: str = CSV_ENCODING,
     design_record: DesignRecord | Mapping[str, Any] | str | Path | None = None,
     decimal: str = CSV_DECIMAL,
+    attack_known: Sequence[str] | None = None,
+    attack_key: Any = None,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 
@@ -1452,6 +1667,10 @@ def build_report(
         It is checked before anything else is computed.
     decimal : the decimal mark of the weights of CSV files, ``"."`` (default) or ``","`` (``12,5``;
         :func:`pramkit.io.csv_numbers`: a weight not so written is refused naming its row); categories stay text
+    attack_known : the columns an attacker knows of each person: the report then attacks the released file
+        (:func:`attack_figures`: reconstruction against the margins alone, the Bayes ceiling of each perturbed
+        column, linkage, and the most exposed records); the columns must be in both files (checked first)
+    attack_key : the key of the attack's linkage holdout half (default a fresh one)
 
     Returns
     -------
@@ -1507,6 +1726,8 @@ def build_report(
     single = [v for v in manifest.variables if not v.is_joint]
     weight = weights if isinstance(weights, str) else None  # the estimates weighted as the risk is
     reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding, "decimal": decimal}
+    if attack_known is not None:
+        _check_attack_known(data, released, attack_known, reading)
     seconds: dict[str, float] = {}
     steps = ("read", "risk before", "risk after", "recognition", "utility")
     with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
@@ -1527,6 +1748,10 @@ def build_report(
     if contributions:
         with _step(seconds, "contributions"):
             explained = _explained(read, keys, manifest, weight, model, before, decimal)
+    attacked = None
+    if attack_known is not None:
+        with _step(seconds, "attack"):
+            attacked = attack_figures(*_attack_frames(data, released, reading), attack_known, manifest, key=attack_key)
     released_path = released if isinstance(released, (str, Path)) else None
     files = _file_provenance(
         manifest, None if original_path is None else str(original_path),
@@ -1541,7 +1766,7 @@ def build_report(
         manifest, stated, released_path, files, public=False, utility=utility,
         utility_note=_utility_note(manifest, weight, " (frequencies and curves are per single column)"),
         seconds=seconds, records=read.records, locality=locality, risk=risk, contributions=explained,
-        risk_utility_map=rumap)
+        risk_utility_map=rumap, attack=attacked)
 
 
 @contextmanager

@@ -3,32 +3,44 @@
 Styles are inline, figures are base64 ``data:`` URIs, and nothing refers to
 the network: the file opens anywhere, offline.  Every figure carries its
 unit (nats, %, records, probability).
+
+The markup is in Jinja2 templates (``pramkit/report/templates``): ``report.html`` is the page,
+``report.css`` its style, ``macros.html`` the pieces the sections share (a table, a row, a JSON listing,
+the cards) and ``sections/`` one template per section (:data:`SECTION_TEMPLATES`).  Numbers are formatted
+here and given to the templates as filters (:func:`fmt`, :func:`with_interval`, ``epsilon_words``);
+:func:`environment` says how the templates are read (escaping, and what becomes of their line breaks).
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
+
+import jinja2
+from jinja2.ext import Extension
+from markupsafe import Markup
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import check_writable, write_text_atomic
 from pramkit.ledger import epsilon_words
 from pramkit.report.build import (
     DisclosureRisk,
-    LedgerEntry,
     Locality,
-    LocalityFigure,
     ReleaseReport,
     RiskFigures,
     VariableUtility,
 )
 from pramkit.report.images import data_uri
 from pramkit.report.plots import curve_chart, frequency_chart
+from pramkit.risk.attack_words import percent
 
 #: Longest certificate or parameter listing shown in full (characters of JSON).
 MAX_JSON_CHARS = 1500
@@ -36,28 +48,144 @@ MAX_JSON_CHARS = 1500
 #: Half-width of a 95 % normal interval, in standard errors.
 Z95 = NormalDist().inv_cdf(0.975)
 
-_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-       margin: 0 auto; max-width: 1100px; padding: 1.5em 2em; color: #222; line-height: 1.45; }
-h1 { margin-bottom: 0.1em; } h2 { border-bottom: 2px solid #4c72b0; padding-bottom: 0.2em; margin-top: 1.8em; }
-h3 { margin-bottom: 0.3em; }
-.meta { color: #666; font-size: 0.9em; }
-table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.92em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
-th { background: #eef2f8; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.warn { background: #fdecea; border-left: 5px solid #c0392b; padding: 0.6em 1em; margin: 0.8em 0; }
-.note { background: #f4f6f8; border-left: 5px solid #8a9bb0; padding: 0.6em 1em; margin: 0.8em 0; }
-.cards { display: flex; gap: 1em; flex-wrap: wrap; margin: 1em 0; }
-.card { border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; min-width: 12em; }
-.card b { font-size: 1.4em; display: block; }
-img { max-width: 100%; height: auto; display: block; margin: 0.4em 0 1em; }
-pre { background: #f7f7f7; padding: 0.5em; overflow-x: auto; font-size: 0.85em; max-width: 100%; }
-code { font-size: 0.95em; }
-"""
+#: The reports' inline style (the template ``report.css``).
+_STYLE = resources.files("pramkit.report").joinpath("templates", "report.css").read_text(encoding="utf-8")
+
+#: The template of each section, by the function that renders it (:func:`sections` lists them in order).
+SECTION_TEMPLATES = {
+    "ledger": "sections/ledger.html",
+    "risk": "sections/risk.html",
+    "contributions": "sections/contributions.html",
+    "attack": "sections/attack.html",
+    "risk_utility_map": "sections/risk_utility_map.html",
+    "utility": "sections/utility.html",
+    "locality": "sections/locality.html",
+    "structure": "sections/structure.html",
+    "audit": "sections/audit.html",
+    "provenance": "sections/provenance.html",
+}
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+#: A line break of a template with the indentation after it (and any blank lines).
+_BREAK = re.compile(r"\n\s*")
+
+
+def join_lines(source: str) -> str:
+    r"""A template's source as one line: each line break (with the indentation and blank lines after it) is
+    dropped next to an HTML tag or a ``{% ... %}`` / ``{# ... #}`` tag, and becomes one space elsewhere
+    (inside running text, around ``{{ ... }}``).
+
+    Parameters
+    ----------
+    source : str
+        The template's text.
+
+    Returns
+    -------
+    str
+        The text the template is compiled from (without the final line break).
+
+    Examples
+    --------
+    >>> join_lines("<p>A sentence\n   wrapped, {{ x }}\n  and more.</p>\n<ul>\n  {% for i in y %}<li>{{ i }}</li>{% endfor %}\n</ul>\n")
+    '<p>A sentence wrapped, {{ x }} and more.</p><ul>{% for i in y %}<li>{{ i }}</li>{% endfor %}</ul>'
+    """
+    def joined(m: re.Match[str]) -> str:
+        before, after = source[m.start() - 1:m.start()], source[m.end():m.end() + 2]
+        tag = before == ">" or after[:1] == "<" or source[m.start() - 2:m.start()] in ("%}", "#}") \
+            or after in ("{%", "{#")
+        return "" if tag else " "
+
+    return _BREAK.sub(joined, source.strip())
+
+
+class _OneLine(Extension):
+    """Compile every ``.html`` template from :func:`join_lines` of its source (``report.css`` is kept as it is)."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        return join_lines(source) if name is not None and name.endswith(".html") else source
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ value }}`` of a template escaped as :func:`_e` does; markup (a macro's output) as it is."""
+    return value if hasattr(value, "__html__") else Markup(_e(value))
+
+
+def _joined(values: Iterable[Any], sep: str = ", ") -> str:
+    return sep.join(str(v) for v in values)
+
+
+def _json_text(obj: Any) -> str | None:
+    """The JSON listing of a certificate, parameters or input (None for nothing), cut at :data:`MAX_JSON_CHARS`."""
+    if obj is None or obj == {}:
+        return None
+    text = json.dumps(to_jsonable(obj), indent=1, sort_keys=True)
+    if len(text) > MAX_JSON_CHARS:
+        text = text[:MAX_JSON_CHARS] + f"\n... ({len(text):,} characters in all; see the manifest)"
+    return text
+
+
+def _grouped_by_value(mapping: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """``{column: source}`` as ``[(source, [columns])]``, in the order the sources first appear."""
+    by_value: dict[str, list[str]] = {}
+    for key, value in mapping.items():
+        by_value.setdefault(value, []).append(key)
+    return list(by_value.items())
+
+
+def _rule_columns(forbidden: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The columns the edit rules name, in the order they first appear."""
+    return list(dict.fromkeys(c for r in forbidden for c in r))
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    r"""The Jinja2 environment of the report templates (``pramkit/report/templates``), made once.
+
+    Autoescaping is on, every ``{{ value }}`` escaped as ``html.escape(str(value), quote=True)`` unless it
+    is markup already; ``.html`` templates are compiled from their source joined into one line
+    (:func:`join_lines`); an undefined name is an error.  Filters: ``fmt``, ``with_interval``,
+    ``epsilon_words``, ``epsilon_meaning``, ``joined``, ``json_text``, ``repr``, and the charts as ``data:``
+    URIs; globals: ``figure``, ``publication_sentence``, the tables of labels.
+
+    Returns
+    -------
+    jinja2.Environment
+
+    Examples
+    --------
+    >>> env = environment()
+    >>> env.autoescape, env.from_string("<b>{{ x }}</b> {{ y|fmt }}").render(x="<O'Hara>", y=2 / 3)
+    (True, '<b>&lt;O&#x27;Hara&gt;</b> 0.6667')
+    """
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pramkit.report", "templates"), autoescape=True, finalize=_finalize,
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, extensions=[_OneLine])
+    env.filters.update(
+        fmt=fmt, with_interval=with_interval, epsilon_words=epsilon_words, epsilon_meaning=epsilon_meaning,
+        joined=_joined, json_text=_json_text, repr=repr, grouped_by_value=_grouped_by_value,
+        rule_columns=_rule_columns, percent=percent,
+        known_values=lambda pairs: "; ".join(f"{column} = {value}" for column, value in pairs), method_of=lambda ledger: {e.name: e.method for e in ledger},
+        frequency_uri=lambda u: data_uri(frequency_chart(u)), curve_uri=lambda c: data_uri(curve_chart(c)))
+    env.tests["infinite"] = lambda x: isinstance(x, (int, float)) and math.isinf(x)
+    env.globals.update(
+        zip=zip, infinity=math.inf, newline="\n", figure=_figure, publication_sentence=publication_sentence,
+        FACT_NAMES=_FACT_NAMES, RISK_ROWS=_RISK_ROWS, NOT_AFTER_PRAM=_NOT_AFTER_PRAM)
+    return env
+
+
+def _render(template: str, **context: Any) -> str:
+    """A template of :func:`environment` rendered (a section's body, or the page)."""
+    return environment().get_template(template).render(**context)
+
+
+def _macro(name: str) -> Any:
+    """A macro of ``macros.html``, to call from Python (it returns markup)."""
+    return getattr(environment().get_template("macros.html").module, name)
 
 
 def fmt(x: float | int | None, digits: int = 4) -> str:
@@ -96,22 +224,13 @@ def fmt(x: float | int | None, digits: int = 4) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[bool]) -> str:
-    """An HTML table; cells are already escaped HTML."""
-    head = "".join(f"<th>{h}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f'<td class="n">{c}</td>' if num else f"<td>{c}</td>" for c, num in zip(r, numeric)) + "</tr>"
-        for r in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    """An HTML table (the macro ``table_of`` of ``macros.html``); headers and cells are already escaped HTML."""
+    cells = [[Markup(c) for c in r] for r in rows]
+    return str(_macro("table_of")([Markup(h) for h in header], cells, list(numeric)))
 
 
 def _json_block(obj: Any) -> str:
-    if obj is None or obj == {}:
-        return "none"
-    text = json.dumps(to_jsonable(obj), indent=1, sort_keys=True)
-    if len(text) > MAX_JSON_CHARS:
-        text = text[:MAX_JSON_CHARS] + f"\n... ({len(text):,} characters in all; see the manifest)"
-    return f"<pre>{_e(text)}</pre>"
+    return str(_macro("json_block")(obj))
 
 
 def epsilon_meaning(record_epsilon: float, variables: int) -> str:
@@ -155,48 +274,7 @@ def epsilon_meaning(record_epsilon: float, variables: int) -> str:
 
 
 def _ledger(report: ReleaseReport) -> str:
-    def row(v: LedgerEntry) -> list[str]:
-        beta = fmt(v.beta) if v.beta is not None else "not bistochastic"
-        eps = fmt(v.epsilon) if v.epsilon_given_structure is None else _e(epsilon_words(v.epsilon,
-                                                                                        v.epsilon_given_structure))
-        return [_e(v.name) + ("" if v.columns == (v.name,) else f" ({_e(', '.join(v.columns))})"),
-                fmt(v.categories), eps, beta, fmt(v.min_diagonal), fmt(v.truthful), _e(v.method)]
-
-    table = _table(
-        ["variable", "categories S", "epsilon [nats]", "beta = H(P) / log2 S [fraction]",
-         "smallest diagonal [probability]", "truthful", "design method"],
-        [row(v) for v in report.ledger], [False, True, True, True, True, False, False],
-    )
-    infinite = [v.name for v in report.ledger if math.isinf(v.epsilon)]
-    warn = ""
-    if infinite:
-        warn = (f'<div class="warn"><b>Warning: epsilon is infinite</b> for {_e(", ".join(infinite))}. '
-                "Some released value of these variables is impossible for some original value, so seeing it "
-                "proves the record did not have that value.</div>")
-    meaning = _e(report.guarantee or epsilon_meaning(report.record_epsilon, len(report.ledger)))
-    box = "warn" if math.isinf(report.record_epsilon) or report.ledger_facts.get("data_dependent") else "note"
-    facts = report.ledger_facts
-    design = ""
-    if "design_epsilon" in facts:
-        source = {"dp_counts": "noisy counts from the geometric mechanism (differentially private)",
-                  "prior": f"the public prior {facts.get('prior')!r} (no budget)",
-                  "none": "none (the design does not depend on the data's frequencies)",
-                  "exact": "the exact frequencies of the original file (not differentially private)"}
-        design = (f"<p>Design step: epsilon {fmt(facts['design_epsilon'])} nats; frequencies: "
-                  f"{_e(source.get(facts['frequencies'], facts['frequencies']))}. Perturbation: epsilon "
-                  f"{_e(fmt(facts['perturbation_epsilon']) if not isinstance(facts['perturbation_epsilon'], str) else facts['perturbation_epsilon'])} nats"
-                  + (f"; record budget {fmt(facts['record_epsilon_budget'])} nats" if facts.get("record_epsilon_budget")
-                     is not None else "") + ".</p>" + _category_sources(facts.get("categories") or {}))
-    stated = report.stated
-    headline = (f"<p><b>{_e(stated.headline)}</b> (nats; the variables are perturbed independently: sequential "
-                f"composition).</p><p>{_e(stated.coverage)}</p>" if stated is not None else
-                f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, "
-                "which are perturbed independently: sequential composition).</p>")
-    return (
-        table + headline + design + warn
-        + f'<div class="{box}">{meaning}</div>' + _guarantees(report.guarantees)
-        + _shown_exactly(facts.get("released_exactly_facts") or [])
-    )
+    return _render(SECTION_TEMPLATES["ledger"], report=report)
 
 
 def _guarantees(guarantees: Any) -> str:
@@ -208,10 +286,7 @@ def _guarantees(guarantees: Any) -> str:
     >>> _guarantees(Guarantees(3.0, 0.67, "a secret sample")).count("<li>"), _guarantees(None)
     (2, '')
     """
-    if guarantees is None:
-        return ""
-    items = "".join(f"<li>{_e(line)}</li>" for line in guarantees.lines())
-    return f"<p>What the published file guarantees as a whole:</p><ul>{items}</ul>"
+    return str(_macro("guarantees")(guarantees))
 
 
 #: How the report names each kind of value released exactly (:data:`pramkit.ledger.FACT_KINDS`).
@@ -233,25 +308,12 @@ def _shown_exactly(facts: Sequence[Mapping[str, Any]]) -> str:
     >>> _shown_exactly([])
     ''
     """
-    if not facts:
-        return ""
-    rows = [[_e(_FACT_NAMES.get(f["kind"], f["kind"])), _e(", ".join(f["variables"])), _e(f["reveals"]),
-             "given it" if f.get("covered", True) else "no"] for f in facts]
-    return ("<p>What the release shows exactly, as the original holds it (the ledger's facts):</p>"
-            + _table(["kind", "variables", "shown exactly", "epsilon bounds the rest"], rows, [False] * 4))
+    return str(_macro("shown_exactly")(facts))
 
 
 def _category_sources(categories: Mapping[str, str]) -> str:
     """Where each variable's list of categories came from, in words (the ledger's ``categories``)."""
-    if not categories:
-        return ""
-    words = {"declared": "declared (a codebook or the file's value labels)", "prior": "the public prior",
-             "data": "read from the original file (not covered by any epsilon)"}
-    by_source: dict[str, list[str]] = {}
-    for column, source in categories.items():
-        by_source.setdefault(source, []).append(column)
-    parts = [f"{_e(', '.join(cols))}: {_e(words.get(src, src))}" for src, cols in by_source.items()]
-    return "<p>Categories: " + "; ".join(parts) + ".</p>"
+    return str(_macro("category_sources")(categories))
 
 
 #: Rows of the risk table: (label, attribute of RiskFigures).
@@ -278,64 +340,15 @@ def _risk_rows(before: RiskFigures, after: RiskFigures | None, note: str) -> lis
 
 
 def _risk(risk: DisclosureRisk) -> str:
-    table = _table(["measure", "unit", "original file", "released file"],
-                   _risk_rows(risk.before, risk.after, risk.after_note), [False, False, True, True])
-    rec = risk.recognition
-    if rec.not_computed:
-        recognition = f"<p>Spontaneous recognition: not computed ({_e(rec.not_computed)}).</p>"
-    else:
-        recognition = _table(
-            ["spontaneous recognition (condition C1)", "unit", "original file", "released file"],
-            [["largest posterior that a seen record is a given person", "probability",
-              fmt(rec.max_posterior_before), fmt(rec.max_posterior_after)],
-             [f"(combination, value, record type) above alpha = {fmt(rec.alpha)}", "count",
-              fmt(rec.violations_before), fmt(rec.violations_after)]],
-            [False, False, True, True],
-        ) + (f"<p class=\"meta\">Every combination of three keys, or of all of them when there are fewer "
-             f"({rec.combinations} combination(s)); "
-             "the posterior is equation (1) of Cator, Hensbergen and Rozenholc.</p>")
-    return (
-        f"<p>Key variables: <b>{_e(', '.join(risk.keys))}</b>. Sampling fraction: {_e(risk.sampling_note)}. "
-        "tau1 and tau2 come from a Poisson log-linear model of the key table (all two-way interactions by "
-        "default); after PRAM they count matches that are correct given the known misclassification.</p>"
-        + table +
-        '<p class="meta">Expected re-identifications (the Benedetti-Franconi per-record risk summed) take the '
-        "frequencies of a file as true ones; on the released file they would ignore the perturbation, so they "
-        "are shown for the original file only: after PRAM, tau2 is the expected number of correct matches.</p>"
-        + recognition
-    )
+    return _render(SECTION_TEMPLATES["risk"], risk=risk)
 
 
 def _utility_block(u: VariableUtility) -> str:
-    parts = [f"<h3>{_e(u.name)}</h3>", f'<img alt="frequencies of {_e(u.name)}" src="{data_uri(frequency_chart(u))}">']
-    if u.curve is not None:
-        parts.append(f'<img alt="privacy-utility curve of {_e(u.name)}" src="{data_uri(curve_chart(u.curve))}">')
-    parts.append(f'<p class="meta">Curve: randomized response on the categories of {_e(u.name)}; {_e(u.curve_note)}.</p>')
-    return "".join(parts)
+    return str(_macro("utility_block")(u))
 
 
 def _utility(report: ReleaseReport) -> str:
-    if report.public:
-        note = f'<p class="meta">{_e(report.utility_note)}</p>' if report.utility_note else ""
-        return (
-            "<p>For each perturbed variable, the released shares of records and the shares estimated from the "
-            "released file and the manifest (unbiased moment estimator, 95 % confidence interval).</p>"
-            + note + "".join(_utility_block(u) for u in report.utility)
-        )
-    table = _table(
-        ["variable", "H(X) [nats]", "I(X; Z) kept [nats]", "share of H(X) kept [%]"],
-        [[_e(u.name), fmt(u.entropy_nats), fmt(u.mutual_information_nats), fmt(100 * u.share_kept, 3)]
-         for u in report.utility],
-        [False, True, True, True],
-    )
-    note = f'<p class="meta">{_e(report.utility_note)}</p>' if report.utility_note else ""
-    return (
-        "<p>Mutual information between the original value X and the released value Z of each perturbed "
-        "variable, for the original frequencies. The charts show the original, released and estimated "
-        "shares of records (unbiased moment estimator from the released file and the manifest, 95 % "
-        "confidence interval), then utility against epsilon.</p>"
-        + table + note + "".join(_utility_block(u) for u in report.utility)
-    )
+    return _render(SECTION_TEMPLATES["utility"], report=report)
 
 
 def with_interval(value: float, se: float | None, bounds: tuple[float, float] | None = None) -> str:
@@ -377,64 +390,15 @@ def with_interval(value: float, se: float | None, bounds: tuple[float, float] | 
 
 
 def _locality_block(loc: Locality, method: str, internal: bool) -> str:
-    head = f"<h3>{_e(loc.name)}</h3>"
-    if not loc.figures:
-        return head + f'<p class="note">{_e(loc.note)}</p>'
-    d = loc.distances
-    rr = f"randomized response at epsilon {fmt(loc.epsilon)} nats"
-
-    def row(f: LocalityFigure) -> list[str]:
-        bounds = (0.0, 100.0) if f.unit == "%" else (0.0, math.inf)
-        cells = [_e(f.measure), _e(f.unit), with_interval(f.design, f.design_se, bounds),
-                 with_interval(f.rr, f.rr_se, bounds)]
-        return cells + ([fmt(f.realised)] if internal else [])
-
-    table = _table(["measure", "unit", f"released matrix ({_e(method)})", _e(rr)]
-                   + (["realised in this release"] if internal else []),
-                   [row(f) for f in loc.figures], [False, False, True, True] + ([True] if internal else []))
-    note = f'<p class="meta">{_e(loc.note)}.</p>' if loc.note else ""
-    return (head + f"<p>Distances: {_e(d.get('kind'))} ({_e(d.get('source'))}), unit: {_e(d.get('unit'))}, "
-            f"{fmt(d.get('categories'))} categories. Weighted by {_e(loc.weights)}.</p>" + table + note)
+    return str(_macro("locality_block")(loc, method, internal))
 
 
 def _locality(report: ReleaseReport) -> str:
-    methods = {e.name: e.method for e in report.ledger}
-    intro = ("For each variable with distances between its categories (areas, ordered bands): how far a record's "
-             "released value is from its original one, for the released matrix and for randomized response at the "
-             "same epsilon (the matrix's own)")
-    if report.public:
-        intro += (". Computed from published figures only: the manifest's matrices, weighted by the design step's "
-                  "differentially private counts when the ledger has them, otherwise by the counts estimated from "
-                  "the released file (95 % intervals).")
-    else:
-        intro += (", on the exact frequencies of the original file; the last column counts the records of this "
-                  "release.")
-    return f"<p>{_e(intro)}</p>" + "".join(
-        _locality_block(loc, methods.get(loc.name, ""), not report.public) for loc in report.locality)
+    return _render(SECTION_TEMPLATES["locality"], report=report)
 
 
 def _provenance(report: ReleaseReport) -> str:
-    designs = _table(
-        ["variable", "method", "objective", "objective name", "certificate", "parameters", "design time [s]"],
-        [[_e(d.name), _e(d.method), fmt(d.objective, 8), _e(d.objective_name or "n/a"),
-          _json_block(d.certificate), _json_block(d.parameters), fmt(d.seconds)] for d in report.designs],
-        [False, False, True, False, False, False, True],
-    )
-    f = report.files
-    original = [] if report.public else [
-        ["original file", _e(f.original or "given in memory")],
-        ["original file SHA-256", f"<code>{_e(f.original_sha256 or 'n/a (data given in memory)')}</code>"]]
-    files = _table(
-        ["item", "value"],
-        [*original,
-         ["released file", _e(f.released or "given in memory")],
-         ["released file SHA-256", f"<code>{_e(f.released_sha256 or 'n/a (data given in memory)')}</code>"],
-         ["manifest input", _json_block(f.manifest_input)],
-         ["manifest written", f"{_e(f.manifest_created)} by pramkit {_e(f.manifest_version)}"],
-         ["report written", f"{_e(report.created)} by pramkit {_e(report.pramkit_version)}"]],
-        [False, False],
-    )
-    return designs + files
+    return _render(SECTION_TEMPLATES["provenance"], report=report)
 
 
 def _figure(report: ReleaseReport) -> str:
@@ -443,16 +407,7 @@ def _figure(report: ReleaseReport) -> str:
 
 
 def _cards(report: ReleaseReport) -> str:
-    cards = [("record epsilon", _figure(report)), ("records", fmt(report.records))]
-    if report.risk is not None:
-        before, after = report.risk.before, report.risk.after
-        cards += [
-            ("tau2 before", f"{fmt(before.tau2)} records"),
-            ("tau2 after", f"{fmt(after.tau2)} records" if after is not None else "not computed"),
-            ("sample uniques", f"{fmt(before.sample_uniques)} records"),
-        ]
-    return '<div class="cards">' + "".join(
-        f'<div class="card">{_e(label)}<b>{_e(value)}</b></div>' for label, value in cards) + "</div>"
+    return str(_macro("cards")(report))
 
 
 def publication_sentence(public: bool) -> str:
@@ -484,42 +439,12 @@ def publication_sentence(public: bool) -> str:
 
 def _structure(facts: Mapping[str, Any], figure: str | None = None) -> str:
     """Edit rules, strata, values never changed and household units, and the epsilon given them."""
-    parts = []
-    rules = facts.get("rules")
-    if rules:
-        columns = list(dict.fromkeys(c for r in rules["forbidden"] for c in r))
-        rows = [[_e(" | ".join(r[c])) if c in r else "any" for c in columns] for r in rules["forbidden"]]
-        parts.append(f"<p>Edit rules from {_e(rules['source'])}: no released record holds one of these "
-                     "combinations (each row is forbidden; public knowledge, no budget spent).</p>"
-                     + _table([_e(c) for c in columns], rows, [False] * len(columns)))
-        if facts.get("rule_breaking") == "keep":
-            parts.append('<div class="warn">Original records that break a rule are released unperturbed: '
-                         "no epsilon covers them.</div>")
-    rows = [[_e(v["name"]), _e(", ".join(v["strata"])) or "none",
-             _e(", ".join(str(c) for c in v["unchanged"][:8]) + (", ..." if len(v["unchanged"]) > 8 else ""))
-             or "none", _e(v["household"] or "person"),
-             _e(epsilon_words(v.get("epsilon", math.inf), v["epsilon_given_block"] if v.get("structured", True)
-                              else None))]
-            for v in facts.get("variables", [])]
-    if rows:
-        parts.append(_table(["variable", "strata (released unperturbed)", "values never changed",
-                             "unit of the draw", "epsilon [nats]"], rows,
-                            [False, False, False, False, True]))
-    if facts.get("released_exactly"):
-        parts.append(f'<div class="note">Released exactly, as in the original: {_e(facts["released_exactly"])}. '
-                     f"Among records that agree on it, the record epsilon is "
-                     f"{_e(figure or fmt(facts['record_epsilon_given_structure']) + ' nats')}.</div>")
-    return "".join(parts)
+    return _render(SECTION_TEMPLATES["structure"], facts=facts, figure=figure)
 
 
 def _audit(result: Any) -> str:
     """The audit's verdict and its checks (:class:`pramkit.audit.AuditResult`), failures first."""
-    checks = sorted(result.checks, key=lambda c: c.passed)
-    rows = [["pass" if c.passed else "<b>FAIL</b>", _e(c.audit), _e(c.subject), _e(c.field), _e(c.detail)]
-            for c in checks]
-    return (f'<div class="{"note" if result.passed else "warn"}"><b>{_e(result.verdict())}</b></div>'
-            "<p>Rerun it with <code>pramkit audit</code> (docs/audit.md).</p>"
-            + _table(["", "audit", "of", "field", "evidence"], rows, [False] * 5))
+    return _render(SECTION_TEMPLATES["audit"], result=result)
 
 
 def sections(report: ReleaseReport) -> list[tuple[str, str]]:
@@ -533,9 +458,9 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     Returns
     -------
     list of (str, str)
-        The privacy ledger; the disclosure risk (internal report only); what makes records risky and
-        the risk-utility map of a release designed to a target (internal report only, when asked
-        for); utility (or, in the
+        The privacy ledger; the disclosure risk (internal report only); what makes records risky, the
+        risk by attack and the risk-utility map of a release designed to a target (internal report only,
+        when asked for); utility (or, in the
         public report, the estimates from the released file); how far values move (variables
         with distances); the structure of the microdata (if any); the audit (if any, :func:`pramkit.report.build.with_audit`);
         the provenance.
@@ -555,11 +480,16 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     if report.contributions is not None:
         from pramkit.report.contributions import contributions_section
 
-        out.append(("What makes records risky", contributions_section(report.contributions, _table)))
+        out.append(("What makes records risky", _render(
+            SECTION_TEMPLATES["contributions"], body=Markup(contributions_section(report.contributions, _table)))))
+    if report.attack is not None and not report.public:  # computed from the original: never public
+        out.append(("Risk by attack", _render(SECTION_TEMPLATES["attack"], attack=report.attack,
+                                              figure=_figure(report))))
     if report.risk_utility_map is not None and not report.public:  # computed from the original: never public
         from pramkit.report.rumap import risk_utility_section
 
-        out.append(("Risk-utility map of the budget search", risk_utility_section(report.risk_utility_map, _table)))
+        out.append(("Risk-utility map of the budget search", _render(
+            SECTION_TEMPLATES["risk_utility_map"], body=Markup(risk_utility_section(report.risk_utility_map, _table)))))
     out.append(("Estimates from the released file" if report.public else "Utility", _utility(report)))
     if report.locality:
         out.append(("How far values move", _locality(report)))
@@ -600,18 +530,8 @@ def render_html(report: ReleaseReport) -> str:
     >>> "<b>record epsilon: 1.099 (design step plus the perturbation)</b>" in page, "http" in page  # log 3; offline
     (True, False)
     """
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>PRAM release report</title><style>{_STYLE}</style></head><body>"
-        f"<h1>PRAM release report ({'public' if report.public else 'internal'})</h1>"
-        + f'<div class="{"note" if report.public else "warn"}"><b>{_e(publication_sentence(report.public))}</b></div>'
-        + f'<p class="meta">Written {_e(report.created)} by pramkit {_e(report.pramkit_version)}; '
-        f"{fmt(report.records)} records; perturbed: {_e(', '.join(v.name for v in report.ledger))}.</p>"
-        + _cards(report)
-        + "".join(f"<h2>{i}. {_e(title)}</h2>{body}" for i, (title, body) in enumerate(sections(report), start=1))
-        + "</body></html>\n"
-    )
+    return _render("report.html", report=report,
+                   sections=[(title, Markup(body)) for title, body in sections(report)])
 
 
 def write_report(report: ReleaseReport, out: str | Path, *, force: bool = False) -> Path:
