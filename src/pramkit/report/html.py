@@ -31,6 +31,7 @@ from markupsafe import Markup
 from pramkit._json import to_jsonable
 from pramkit.atomic import check_writable, write_text_atomic
 from pramkit.ledger import epsilon_words
+from pramkit.privacy.kinds import kind_lines
 from pramkit.report.build import (
     DisclosureRisk,
     Locality,
@@ -169,11 +170,13 @@ def environment() -> jinja2.Environment:
         fmt=fmt, with_interval=with_interval, epsilon_words=epsilon_words, epsilon_meaning=epsilon_meaning,
         joined=_joined, json_text=_json_text, repr=repr, grouped_by_value=_grouped_by_value,
         rule_columns=_rule_columns, percent=percent,
-        known_values=lambda pairs: "; ".join(f"{column} = {value}" for column, value in pairs), method_of=lambda ledger: {e.name: e.method for e in ledger},
+        known_values=lambda pairs: "; ".join(f"{column} = {value}" for column, value in pairs),
+        method_of=lambda ledger: {e.name: e.method for e in ledger},
         frequency_uri=lambda u: data_uri(frequency_chart(u)), curve_uri=lambda c: data_uri(curve_chart(c)))
     env.tests["infinite"] = lambda x: isinstance(x, (int, float)) and math.isinf(x)
     env.globals.update(
         zip=zip, infinity=math.inf, newline="\n", figure=_figure, publication_sentence=publication_sentence,
+        kind_lines=kind_lines,
         FACT_NAMES=_FACT_NAMES, RISK_ROWS=_RISK_ROWS, NOT_AFTER_PRAM=_NOT_AFTER_PRAM)
     return env
 
