@@ -421,15 +421,22 @@ _CHECKED: ContextVar[tuple[Any, ...]] = ContextVar("pramkit_checked_specificatio
 
 
 @contextlib.contextmanager
-def checked(spec: Any) -> Iterator[Any]:
+def checked(spec: Any, by: Callable[[], None] | None = None) -> Iterator[Any]:
     """Check ``spec`` once (its ``check()``), then take it as checked inside the block: its own methods and the
     functions it hands its values to check them no more (as scikit-learn's ``_fit_context`` skips the validation
     of nested calls).  Each value is checked once on its way, with no unchecked twin of a public method.
+
+    A workflow's library function works from one checked specification (the one door); given keywords, it
+    builds the specification from them and checks them by its own documented rules (``by``: their messages
+    are the function's), in place of the specification's ``check()``: either way, once.
 
     Parameters
     ----------
     spec : dataclass
         A specification with a ``check()`` that returns at once when :func:`is_checked` says so.
+    by : callable, optional
+        The check to run instead of ``spec.check()`` (no argument; raises a :class:`ParameterError`): a
+        keyword function's checks of the keywords it built ``spec`` from.
 
     Yields
     ------
@@ -450,9 +457,16 @@ def checked(spec: Any) -> Iterator[Any]:
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: split must be one of 'equal', 'optimal', 'joint', got 'best'
+    >>> def keywords_checked() -> None:
+    ...     raise ParameterError("epsilon must be given")
+    >>> with checked(ReleaseSpec(), by=keywords_checked):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: epsilon must be given
     """
     if not is_checked(spec):
-        spec.check()
+        (spec.check if by is None else by)()
     token = _CHECKED.set((*_CHECKED.get(), spec))
     try:
         yield spec
@@ -559,6 +573,9 @@ def only_spec(function: Callable[..., Any], given: Mapping[str, Any], spec: obje
     """Refuse a keyword of ``function`` given besides its ``spec`` (one that is not at its default): a
     workflow takes its settings as one specification or as keywords, not both.
 
+    The keywords are a convenience that builds the specification (:func:`pramkit.apply_file` works from one
+    checked specification either way: :func:`checked`); given a specification, no keyword may say otherwise.
+
     Parameters
     ----------
     function : callable
@@ -624,8 +641,10 @@ class DataSettings:
     spark_master: str = spark_master_setting()
 
     def check(self) -> None:
-        """Refuse a setting its rule refuses (one line naming it); no file read."""
-        check_rules(self)
+        """Refuse a setting its rule refuses (one line naming it); no file read; nothing inside a block of
+        :func:`checked` of this very specification (checked on the way in)."""
+        if not is_checked(self):
+            check_rules(self)
 
 
 __all__ = [

@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
 from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
+from pramkit.engine.apply_spec import ApplySettings
 from pramkit.engine.sampling import Sampler, release, sampler_for
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import (
@@ -54,7 +55,7 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.amplification import DEFAULT_DELTA
 from pramkit.progress import progress
-from pramkit.settings import only_spec
+from pramkit.settings import checked, only_spec
 from pramkit.source import Source
 from pramkit.validate import release_label
 
@@ -1530,13 +1531,37 @@ def apply_file(
     if spec is not None:
         given = {"chunk_rows": chunk_rows, "threads": threads, "na_values": na_values, "shuffle": shuffle,
                  "public_columns": public_columns, "release": release, "sep": sep, "encoding": encoding}
-        only_spec(apply_file, given, spec)
-        settings = spec.keywords()  # checked first: a setting its rule refuses is refused so
-        if getattr(spec, "engine", "local") != "local":
-            raise ParameterError(f"apply_file applies on this machine, not with engine {spec.engine!r}: call "
-                                 "spec.apply(data, manifest, out, key=...) to run the spec's engine")
-        return apply_file(data, manifest, out, key=key, force=force, quiet=quiet, receipt=receipt, delta=delta,
-                          **settings)
+        only_spec(_APPLY_FILE, given, spec)  # its own signature, even where apply_file is wrapped
+        with checked(spec):  # checked first: a setting its rule refuses is refused so
+            if getattr(spec, "engine", "local") != "local":
+                raise ParameterError(f"apply_file applies on this machine, not with engine {spec.engine!r}: call "
+                                     "spec.apply(data, manifest, out, key=...) to run the spec's engine")
+            source = Source.open(data, na_values=spec.na_values, sep=spec.sep, encoding=spec.encoding)
+            return _apply(source, manifest, out, spec, key=key, force=force, quiet=quiet, receipt=receipt,
+                          delta=delta)
+    made = ApplySettings(chunk_rows=chunk_rows, threads=threads, na_values=na_values,  # type: ignore[arg-type]
+                         shuffle=shuffle, public_columns=tuple(public_columns), release=release or None, sep=sep,
+                         encoding=encoding)
+
+    def keywords_checked() -> None:  # the keywords' own rules and messages, in place of ApplySettings.check
+        release_label(release)
+        if chunk_rows < 1:
+            raise ParameterError("chunk_rows must be at least 1")
+
+    with checked(made, by=keywords_checked):
+        source = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)  # opened once, asked below
+        return _apply(source, manifest, out, made, key=key, force=force, quiet=quiet, receipt=receipt, delta=delta)
+
+
+#: :func:`apply_file` itself, whose signature holds the keywords' defaults (:func:`pramkit.settings.only_spec`).
+_APPLY_FILE = apply_file
+
+
+def _apply(source: Source, manifest: Manifest | str | Path, out: str | Path, spec: ApplySettings, *,
+           key: SecretKey | bytes | str | Path | None, force: bool, quiet: bool, receipt: bool,
+           delta: float) -> ApplyResult:
+    """:func:`apply_file`'s one door: perturb the opened ``source`` into ``out`` by ``spec`` (checked: its rules
+    are not run again here), the files and the key given beside it."""
     from pramkit.engine.receipt import check_derived_input, input_of, receipt_after, receipt_path
     from pramkit.engine.shuffle import CloneGroups, ShuffledWriter
     from pramkit.io_stat import check_codes_named
@@ -1545,17 +1570,14 @@ def apply_file(
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
     secret = resolve_key(key)
-    label = release_label(release)
-    source = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)  # opened once, asked below
+    label, public_columns, chunk_rows = spec.label(), spec.columns(), spec.chunk_rows
     if source.path is None:
         raise ParameterError(f"apply_file reads a file or a folder of part files, not {source.described}; "
                              "perturb a frame in memory with perturb_frame")
     src, dst = source.path, Path(out)
     inputs = [src, None if isinstance(manifest, Manifest) else manifest, secret.path]
     check_writable(dst, force=force, inputs=inputs)
-    if chunk_rows < 1:
-        raise ParameterError("chunk_rows must be at least 1")
-    csv_dialect(source.sep, source.encoding)
+    csv_dialect(source.sep, source.encoding)  # the source's own (a Source given as data reads with its settings)
     named = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
     check_derived_input(man, source, named)
     start = 0
@@ -1563,15 +1585,15 @@ def apply_file(
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending:
         meta, batches = source.batches(chunk_rows=chunk_rows, keep_missing_codes=True, flat=man.read_columns)
         check_codes_named(man, meta.missing, meta.labels, repr(str(src)))
-        perturber = TablePerturber(man, secret, meta.missing, threads=threads, release=label)
+        perturber = TablePerturber(man, secret, meta.missing, threads=spec.threads, release=label)
         perturber.check_columns(meta.columns, f"{str(src)!r}")
-        check_shuffle(man, meta.columns, public_columns, shuffle=shuffle)
+        check_shuffle(man, meta.columns, public_columns, shuffle=spec.shuffle)
         if meta.rows is not None:  # known before reading (Parquet, Stata, SPSS): refused before any work
             stated_sampling(man, meta.rows, repr(str(src)), named)
-        groups = CloneGroups(list(public_columns), man.columns, meta.missing) if shuffle else None
+        groups = CloneGroups(list(public_columns), man.columns, meta.missing) if spec.shuffle else None
         with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
                 TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer, \
-                ShuffledWriter(writer, perturber.key if shuffle else None, chunk_rows=chunk_rows,
+                ShuffledWriter(writer, perturber.key if spec.shuffle else None, chunk_rows=chunk_rows,
                                rows=meta.rows, source=src, where=dst.parent) as out_rows:
             for table in batches:
                 table = perturber(table, start)
