@@ -189,12 +189,12 @@ def run(args: argparse.Namespace) -> int:
     41
     """
     from pramkit.kernel.rng import SecretKey
-    from pramkit.settings import from_namespace
+    from pramkit.settings import checked, from_namespace
 
     spec = from_namespace(ApplySpec, args)
-    spec.check()  # every setting, before anything is read
-    key = SecretKey.from_file(args.key_file) if args.key_file else None
-    result = spec.apply(args.data, args.manifest, args.out, key=key, force=args.force, quiet=args.quiet)
+    with checked(spec):  # every setting once, before anything is read; the apply below does not check again
+        key = SecretKey.from_file(args.key_file) if args.key_file else None
+        result = spec.apply(args.data, args.manifest, args.out, key=key, force=args.force, quiet=args.quiet)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.apply.result")
     else:
