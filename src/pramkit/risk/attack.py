@@ -84,7 +84,8 @@ class BayesCeiling:
         every released cell enumerated), the expected number of right argmax guesses, and the expectation
         of :attr:`expected_correct`; None past :data:`MAX_DRAW_PATTERNS`.
     unsupported : int
-        Records whose known values the prior gives probability 0 (their posterior uses a flat prior).
+        Records whose known values the prior gives probability 0 (their posterior uses a flat prior), or
+        whose released cells it does (the likelihood alone), and the :attr:`impossible` ones.
     categories : tuple
         The target's cells, in the order of the columns of :attr:`posterior` (a label, or a tuple of
         labels for several target columns).
@@ -95,6 +96,11 @@ class BayesCeiling:
         (private with the original: never printed).
     truth : numpy.ndarray or None
         With the original: each scored record's true target cell (position in :attr:`categories`).
+    impossible : int
+        Records (among :attr:`unsupported`) whose released cells the matrices give probability 0 from every
+        value of the target and summed-over columns with their known values: a record the manifest cannot
+        have released so (another file, other records, wrong known values); their posterior is the prior
+        given the known.
     """
 
     target: tuple[str, ...]
@@ -115,6 +121,7 @@ class BayesCeiling:
     posterior: np.ndarray = field(repr=False)
     prior_given_known: np.ndarray = field(repr=False)
     truth: np.ndarray | None = field(default=None, repr=False)
+    impossible: int = 0
 
     @property
     def share(self) -> float:
@@ -377,15 +384,75 @@ def _factor(variable: PerturbedVariable, axes: list[str], categories: Sequence[S
     return out
 
 
-def _prior_table(released: pd.DataFrame, manifest: Manifest, axes: list[str], prior: Any,
-                 estimator: str) -> tuple[np.ndarray, list[tuple[Label, ...]], str]:
-    """The prior counts over ``axes`` and each axis's categories."""
+def _units(axes: list[str], variables: Sequence[PerturbedVariable]) -> list[tuple[str, tuple[str, ...]]]:
+    """What the estimated prior tabulates for ``axes``: each perturbed variable once, by its name (its
+    categories are its cells, which hold its strata and its columns), then each other axis by its column;
+    each with the columns it gives."""
+    units = [(v.name, v.read_columns) for v in variables]
+    covered = {c for _, cols in units for c in cols}
+    return units + [(a, (a,)) for a in axes if a not in covered]
+
+
+def _unfold(table: np.ndarray, units: list[tuple[str, tuple[str, ...]]], unit_cats: Sequence[Sequence[Any]],
+            axes: list[str]) -> tuple[np.ndarray, list[tuple[Label, ...]]]:
+    """A table over ``units`` (a variable's axis is its cells) as a table over the columns ``axes``: each cell's
+    count goes to the columns' values it holds; where two variables share a column (a stratum) only the cells
+    that agree on it count (the others hold 0: no record lies in two strata)."""
+    from pramkit.codebook import canonical
+
+    levels: dict[str, dict[Any, Label]] = {a: {} for a in axes}
+    values: list[list[tuple[Any, ...]]] = []
+    for (_, cols), cats in zip(units, unit_cats):
+        cells = [joint_cell(c) if len(cols) > 1 else (c,) for c in cats]
+        values.append(cells)
+        for cell in cells:
+            for col, x in zip(cols, cell):
+                levels[col].setdefault(canonical(x), x)
+    cats_out = [tuple(levels[a].values()) for a in axes]
+    shape = tuple(len(c) for c in cats_out)
+    _check_size(shape)
+    _check_size(table.shape)
+    codes: dict[str, list[np.ndarray]] = {a: [] for a in axes}
+    for u, ((_, cols), cells) in enumerate(zip(units, values)):
+        position = {a: {k: i for i, k in enumerate(levels[a])} for a in cols}
+        view = [1] * len(units)
+        view[u] = len(cells)
+        for j, col in enumerate(cols):
+            lut = np.array([position[col][canonical(cell[j])] for cell in cells], dtype=np.intp)
+            codes[col].append(np.broadcast_to(lut.reshape(view), table.shape))
+    agree = np.ones(table.shape, dtype=bool)
+    for a in axes:
+        for other in codes[a][1:]:
+            agree &= other == codes[a][0]
+    flat = np.ravel_multi_index(tuple(codes[a][0][agree] for a in axes), shape)
+    counts = np.bincount(flat, weights=table[agree], minlength=math.prod(shape)).reshape(shape)
+    return counts, cats_out
+
+
+def _estimated_prior(released: pd.DataFrame, manifest: Manifest, axes: list[str],
+                     variables: Sequence[PerturbedVariable], estimator: str) -> tuple[np.ndarray,
+                                                                                    list[tuple[Label, ...]], str]:
+    """The release's corrected table over ``axes`` (negative counts set to 0).  A variable over several
+    columns is tabulated by its cells, as :func:`pramkit.estimate_table` takes it (a stratum or a jointly
+    perturbed column is no axis of its own there), then unfolded over its columns."""
     from pramkit.estimate.table import estimate_table
 
-    if prior is None:
+    if all(len(v.read_columns) == 1 for v in variables):
         est = estimate_table(released, manifest, axes, estimator=estimator)
         counts = np.clip(np.asarray(est.table.counts, dtype=float), 0.0, None)
         return counts, [tuple(c) for c in est.categories], f"estimated ({est.estimator})"
+    units = _units(axes, variables)
+    est = estimate_table(released, manifest, [name for name, _ in units], estimator=estimator)
+    table = np.clip(np.asarray(est.table.counts, dtype=float), 0.0, None)
+    counts, cats = _unfold(table, units, est.categories, axes)
+    return counts, cats, f"estimated ({est.estimator})"
+
+
+def _prior_table(released: pd.DataFrame, manifest: Manifest, axes: list[str], prior: Any, estimator: str,
+                 variables: Sequence[PerturbedVariable] = ()) -> tuple[np.ndarray, list[tuple[Label, ...]], str]:
+    """The prior counts over ``axes`` and each axis's categories."""
+    if prior is None:
+        return _estimated_prior(released, manifest, axes, variables, estimator)
     if isinstance(prior, pd.DataFrame):
         from pramkit.codebook import categories_of
 
@@ -495,7 +562,7 @@ def bayes_ceiling(
     extra = [c for v in variables for c in v.read_columns if c not in known and c not in target]
     hidden = [*target, *dict.fromkeys(extra)]
     axes = [*hidden, *known]
-    counts, cats, prior_name = _prior_table(released, manifest, axes, prior, estimator)
+    counts, cats, prior_name = _prior_table(released, manifest, axes, prior, estimator, variables)
     source = released if original is None else original
     known_codes = np.stack([_axis_codes(source[k], cats[axes.index(k)], k) for k in known]) if known \
         else np.zeros((0, len(released)), dtype=np.intp)
@@ -511,7 +578,8 @@ def bayes_ceiling(
     inverse = np.asarray(inverse).reshape(-1)
     factors = [_factor(v, axes, cats) for v in variables]
     t_shape = tuple(len(cats[i]) for i in range(len(target)))
-    post, base, flat = _posteriors(counts, axes, hidden, known, variables, factors, patterns, len(target))
+    post, base, flat, impossible = _posteriors(counts, axes, hidden, known, variables, factors, patterns,
+                                               len(target))
     posterior, prior_given = post[inverse], base[inverse]
     if original is not None:
         truth = np.ravel_multi_index(truth_axes[:, keep], t_shape) if len(target) > 1 else truth_axes[0, keep]
@@ -527,22 +595,26 @@ def bayes_ceiling(
         target=target, known=known, prior=prior_label or prior_name, records=int(keep.sum()), left_out=int((~keep).sum()),
         epsilon=epsilon, expected_correct=float(posterior.max(axis=1).sum()),
         baseline_expected=float(prior_given.max(axis=1).sum()), realised_correct=realised,
-        baseline_realised=base_realised, unsupported=int(flat[inverse].sum()), correct_over_draws=draws[0],
-        expected_over_draws=draws[1], categories=categories, rows=rows,
-        posterior=posterior, prior_given_known=prior_given, truth=truth)
+        baseline_realised=base_realised, unsupported=int((flat | impossible)[inverse].sum()),
+        correct_over_draws=draws[0], expected_over_draws=draws[1], categories=categories, rows=rows,
+        posterior=posterior, prior_given_known=prior_given, truth=truth, impossible=int(impossible[inverse].sum()))
 
 
 def _posteriors(counts: np.ndarray, axes: list[str], hidden: list[str], known: tuple[str, ...],
                 variables: list[PerturbedVariable], factors: list[np.ndarray], patterns: np.ndarray,
-                targets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                targets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per distinct pattern (known codes, then released cells): the posterior and the prior given the known
-    over the target's cells (flattened), and whether the prior gave the known values probability 0."""
+    over the target's cells (flattened), whether the prior gave the known values (or the released cells)
+    probability 0, and whether the matrices give the released cells probability 0 from every value of the
+    hidden columns with these known values (an impossible pattern: its posterior is the prior given the
+    known, never 0 / 0)."""
     nk = len(known)
     h = len(hidden)
     t_size = math.prod(counts.shape[:targets])
     post = np.empty((len(patterns), t_size))
     base = np.empty((len(patterns), t_size))
     flat = np.zeros(len(patterns), dtype=bool)
+    impossible = np.zeros(len(patterns), dtype=bool)
     other = tuple(range(targets, h))
     for p, pattern in enumerate(patterns):
         k, z = pattern[:nk], pattern[nk:]
@@ -550,9 +622,15 @@ def _posteriors(counts: np.ndarray, axes: list[str], hidden: list[str], known: t
         if prior.sum() <= 0:
             flat[p] = True
             prior = np.ones_like(prior)
+        pm = prior.sum(axis=other) if other else prior
+        base[p] = (pm / pm.sum()).reshape(-1)
         like = np.ones(prior.shape)
         for v, f, zv in zip(variables, factors, z):
             like = like * _broadcast(f[..., zv], v, axes, hidden, known, k)
+        if not like.sum() > 0:  # no true value gives these released cells: nothing to divide
+            impossible[p] = True
+            post[p] = base[p]
+            continue
         joint = prior * like
         total = joint.sum()
         if total <= 0:  # the released cell is impossible under the prior: the likelihood alone
@@ -561,9 +639,7 @@ def _posteriors(counts: np.ndarray, axes: list[str], hidden: list[str], known: t
             total = joint.sum()
         marg = joint.sum(axis=other) if other else joint
         post[p] = (marg / total).reshape(-1)
-        pm = prior.sum(axis=other) if other else prior
-        base[p] = (pm / pm.sum()).reshape(-1)
-    return post, base, flat
+    return post, base, flat, impossible
 
 
 def _over_draws(counts: np.ndarray, axes: list[str], hidden: list[str], known: tuple[str, ...],
@@ -585,26 +661,38 @@ def _over_draws(counts: np.ndarray, axes: list[str], hidden: list[str], known: t
     if len(ks) * z_count > MAX_DRAW_PATTERNS:
         return None, None
     grid = np.array(list(np.ndindex(*sizes)), dtype=np.intp).reshape(z_count, len(sizes))
-    patterns = np.hstack([np.repeat(ks, z_count, axis=0), np.tile(grid, (len(ks), 1))])
-    post, _, _ = _posteriors(counts, axes, hidden, known, [variables[i] for i in relevant],
-                             [factors[i] for i in relevant], patterns, targets)
-    post = post.reshape(len(ks), z_count, -1)
     t_shape = tuple(len(cats[i]) for i in range(targets))
     truth = np.ravel_multi_index(tuple(true_hidden[:targets]), t_shape)
-    records, r_inv = np.unique(np.vstack([k_inv, true_hidden]).T, axis=0, return_inverse=True)
+    records, firsts, r_inv = np.unique(np.vstack([k_inv, true_hidden]).T, axis=0, return_index=True,
+                                       return_inverse=True)
     r_inv = np.asarray(r_inv).reshape(-1)
     weight = np.bincount(r_inv)
     values = dict(zip(known, known_codes)) if len(known) else {}
-    correct = expected = 0.0
-    for j, row in enumerate(records):
-        first = int(np.flatnonzero(r_inv == j)[0])
+
+    def likelihood(j: int) -> np.ndarray:
+        """The probability of each released cell of the grid given the true values of the records ``j``."""
+        row, first = records[j], firsts[j]
         true = {**{h: row[1 + a] for a, h in enumerate(hidden)}, **{k: int(values[k][first]) for k in known}}
         like = np.ones(z_count)
         for col, i in enumerate(relevant):
             own = [a for a in axes if a in variables[i].read_columns]
             like = like * factors[i][tuple(true[a] for a in own)][grid[:, col]]
+        return like
+
+    reach = np.zeros((len(ks), z_count), dtype=bool)  # released cells some record of the known values can get
+    for j, row in enumerate(records):
+        reach[row[0]] |= likelihood(j) > 0
+    which = np.flatnonzero(reach.reshape(-1))
+    patterns = np.hstack([ks[which // z_count], grid[which % z_count]])
+    post = np.zeros((len(ks) * z_count, math.prod(t_shape)))  # a cell no record can get is weighted 0 below
+    post[which] = _posteriors(counts, axes, hidden, known, [variables[i] for i in relevant],
+                              [factors[i] for i in relevant], patterns, targets)[0]
+    post = post.reshape(len(ks), z_count, -1)
+    correct = expected = 0.0
+    for j, row in enumerate(records):
+        like = likelihood(j)
         p = post[row[0]]
-        correct += weight[j] * float(like @ (p.argmax(axis=1) == truth[first]))
+        correct += weight[j] * float(like @ (p.argmax(axis=1) == truth[firsts[j]]))
         expected += weight[j] * float(like @ p.max(axis=1))
     return correct, expected
 
@@ -836,4 +924,7 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, known: str | Sequence
                                               prior_label=TRUE_LAW))
                 ceilings.append(bayes_ceiling(released, manifest, rec.known, t, original=original,
                                               estimator=estimator))
+            notes += [f"Bayes ceiling of {', '.join(c.target)} (prior {c.prior}): {c.impossible:,} record"
+                      f"{'s' * (c.impossible != 1)} released in cells the manifest cannot give from their known "
+                      f"values, scored by the prior alone" for c in ceilings if c.impossible]
     return AttackResult(rec, ceilings, notes, link)
