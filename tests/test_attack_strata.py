@@ -186,6 +186,8 @@ def test_the_posterior_odds_are_within_e_epsilon_given_the_structure(stratified:
                     if a != b:
                         worst = max(worst, (post[a] / post[b]) / (prior[a] / prior[b]))
         assert worst <= math.exp(bound) * (1 + 1e-9)
+        own = eps_alone if man is alone else walls  # the epsilon of the variable holding the target
+        assert c.epsilon == math.inf and c.epsilon_given_structure == pytest.approx(own, rel=1e-12)
         if man is alone:  # met: some released cell's ratio of rows is the matrix's epsilon within its block
             assert worst >= math.exp(bound) * 0.99
 
@@ -307,8 +309,14 @@ def test_the_command_runs_under_warnings_as_errors(tmp_path: Path) -> None:
     assert len(lines) == 4 and not re.search(r"\b(nan|inf)\b", "\n".join(lines), re.IGNORECASE)
     result = json.loads(pramkit(*attack_args, "--json"))
     assert [c["target"] for c in result["ceilings"]] == [["roof"], ["roof"], ["walls"], ["walls"]]
+    manifest = json.loads((tmp_path / "m.json").read_text())
+    given = {v["name"]: float(v["epsilon_given_block"]) for v in manifest["variables"]}
+    assert [line for line in text.splitlines() if line.startswith("Bayes ceiling")] == [
+        f"Bayes ceiling of {name} (epsilon inf; {given[name]:.4g} given the structure, 1,500 records; "
+        "shares of correct guesses, expected / realised)" for name in ("roof", "walls")]
     for c in result["ceilings"]:
         assert c["records"] == 1500 and c["unsupported"] == 0
+        assert c["epsilon_given_structure"] == pytest.approx(given[c["target"][0]], rel=1e-12)
         for name in ("share", "baseline_share", "advantage", "realised_share", "correct_over_draws",
                      "expected_over_draws"):
             assert isinstance(c[name], float) and math.isfinite(c[name]), name

@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(result: AttackResult, per_record: Path | None = None) -> None:
     from pramkit.risk.attack_words import attack_sentences
+    from pramkit.ledger import GIVEN_STRUCTURE
 
     rec = result.reconstruction
     features = len(rec.features)
@@ -156,8 +157,10 @@ def _print(result: AttackResult, per_record: Path | None = None) -> None:
     for c in result.ceilings:
         if c.target not in shown:
             shown.add(c.target)
-            print(f"Bayes ceiling of {', '.join(c.target)} (epsilon {figure(c.epsilon, 4)}, {c.records:,} records; "
-                  f"shares of correct guesses, expected / realised)")
+            print(f"Bayes ceiling of {', '.join(c.target)} (epsilon {figure(c.epsilon, 4)}"
+                  + ("" if c.epsilon_given_structure is None else
+                     f"; {figure(c.epsilon_given_structure, 4)} {GIVEN_STRUCTURE}")
+                  + f", {c.records:,} records; shares of correct guesses, expected / realised)")
         d = c.to_dict()
         print(f"  prior {c.prior}: Bayes {figure(d['share'], 4)} / {figure(d['realised_share'], 4)}, "
               f"prior alone {figure(d['baseline_share'], 4)} / {figure(_share(c.baseline_realised, c.records), 4)}, "

@@ -96,6 +96,10 @@ class BayesCeiling:
         (private with the original: never printed).
     truth : numpy.ndarray or None
         With the original: each scored record's true target cell (position in :attr:`categories`).
+    epsilon_given_structure : float or None
+        When a variable holding the target shows structure exactly (strata, kept codes): the epsilon among
+        records that agree on it (:attr:`pramkit.manifest.PerturbedVariable.epsilon_given_shown`, added),
+        which bounds the posterior odds given the released file, where :attr:`epsilon` is infinite.
     impossible : int
         Records (among :attr:`unsupported`) whose released cells the matrices give probability 0 from every
         value of the target and summed-over columns with their known values: a record the manifest cannot
@@ -122,6 +126,7 @@ class BayesCeiling:
     prior_given_known: np.ndarray = field(repr=False)
     truth: np.ndarray | None = field(default=None, repr=False)
     impossible: int = 0
+    epsilon_given_structure: float | None = None
 
     @property
     def share(self) -> float:
@@ -167,6 +172,8 @@ class BayesCeiling:
         return {
             "target": list(self.target), "known": list(self.known), "prior": self.prior, "records": n,
             "left_out": self.left_out, "epsilon": self.epsilon,
+            **({} if self.epsilon_given_structure is None else
+               {"epsilon_given_structure": self.epsilon_given_structure}),
             "expected_correct": self.expected_correct, "share": self.share,
             "baseline_expected": self.baseline_expected, "baseline_share": self.baseline_share,
             "advantage": self.advantage,
@@ -587,6 +594,8 @@ def bayes_ceiling(
     categories = tuple(tuple(cats[a][i] for a, i in enumerate(idx)) if len(target) > 1 else cats[0][idx[0]]
                        for idx in labels)
     epsilon = float(sum(v.epsilon for v in manifest.variables if set(v.columns) & set(target)))
+    holding = [v for v in manifest.variables if set(v.columns) & set(target)]
+    given = float(sum(v.epsilon_given_shown for v in holding)) if any(v.is_structured for v in holding) else None
     realised = None if truth is None else int((posterior.argmax(axis=1) == truth).sum())
     base_realised = None if truth is None else int((prior_given.argmax(axis=1) == truth).sum())
     draws = (None, None) if original is None else _over_draws(
@@ -597,7 +606,8 @@ def bayes_ceiling(
         baseline_expected=float(prior_given.max(axis=1).sum()), realised_correct=realised,
         baseline_realised=base_realised, unsupported=int((flat | impossible)[inverse].sum()),
         correct_over_draws=draws[0], expected_over_draws=draws[1], categories=categories, rows=rows,
-        posterior=posterior, prior_given_known=prior_given, truth=truth, impossible=int(impossible[inverse].sum()))
+        posterior=posterior, prior_given_known=prior_given, truth=truth, impossible=int(impossible[inverse].sum()),
+        epsilon_given_structure=given)
 
 
 def _posteriors(counts: np.ndarray, axes: list[str], hidden: list[str], known: tuple[str, ...],
