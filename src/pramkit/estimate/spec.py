@@ -24,6 +24,7 @@ from pramkit.settings import (
     decimal_setting,
     encoding_setting,
     engine_setting,
+    is_checked,
     na_values_setting,
     sep_setting,
     setting,
@@ -155,6 +156,8 @@ class EstimateSpec:
         ...
         pramkit.errors.ParameterError: --fay-rho goes with --replicate-method fay
         """
+        if is_checked(self):  # inside a block of checked(self): checked on the way in (pramkit.estimate_table)
+            return
         check_rules(self)
         given = [f for f, v in (("--strata", self.strata), ("--psu", self.psu), ("--fpc", self.fpc),
                                 ("--replicate-weights", self.replicate_weights)) if v]

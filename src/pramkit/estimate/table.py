@@ -26,13 +26,12 @@ the rows used.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import numpy as np
 import pandas as pd
@@ -54,7 +53,7 @@ from pramkit.frames import pandas_table, streamed
 from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.settings import check_values
+from pramkit.settings import check_values, checked, only_spec
 from pramkit.validate import SPARK_MASTER, engine_name
 
 #: Largest table (number of cells) estimate_table builds.
@@ -757,8 +756,39 @@ def estimate_table(
     [100.0, 0.0]
     """
     if spec is not None:
-        return estimate_table(data, manifest, vars, by=by, **_spec_keywords(spec, data, locals()))
-    check_values(EstimateSpec, method=method, estimator=estimator, variance=variance, confidence=confidence)
+        given = {"method": method, "variance": variance, "confidence": confidence, "estimator": estimator,
+                 "na_values": na_values, "sep": sep, "encoding": encoding, "weights": weights, "survey": survey,
+                 "replicates": replicates, "decimal": decimal, "engine": engine, "spark_master": spark_master}
+        only_spec(_ESTIMATE_TABLE, given, spec)  # its own signature, even where estimate_table is wrapped
+        with checked(spec):  # checked first, by the specification's rules: a setting its rule refuses is refused so
+            built = spec.keywords(data)  # its survey design and replicate weights (named by the data's header)
+            return _estimate(data, manifest, vars, by, spec, survey=built.get("survey"),
+                             replicates=built.get("replicates"))
+    made = EstimateSpec(method=method, estimator=estimator, variance=variance, confidence=confidence,
+                        weights=weights, na_values=na_values, sep=sep, encoding=encoding,  # type: ignore[arg-type]
+                        decimal=decimal, engine=engine, spark_master=spark_master)
+
+    def keywords_checked() -> None:  # the keywords' own rules and messages, in place of EstimateSpec.check
+        check_values(EstimateSpec, method=method, estimator=estimator, variance=variance, confidence=confidence)
+
+    with checked(made, by=keywords_checked):
+        return _estimate(data, manifest, vars, by, made, survey=survey, replicates=replicates)
+
+
+#: :func:`estimate_table` itself, whose signature holds the keywords' defaults (:func:`pramkit.settings.only_spec`).
+_ESTIMATE_TABLE = estimate_table
+
+
+def _estimate(data: Any, manifest: Manifest | Sequence[Manifest], vars: str | Sequence[str],
+              by: str | Sequence[str] | None, settings: EstimateSpec, *, survey: SurveyDesign | None,
+              replicates: Replicates | None) -> EstimateResult:
+    """:func:`estimate_table`'s one door: the table of ``vars`` by ``by`` estimated from ``data`` by ``settings``
+    (checked: its rules are not run again here), the survey design and the replicate weights given beside them
+    (built from a specification's columns, or given as they are with the keywords)."""
+    method, estimator = settings.method, settings.estimator
+    variance, confidence = cast(VarianceKind, settings.variance), settings.confidence
+    na_values, sep, encoding, decimal = settings.na_values, settings.sep, settings.encoding, settings.decimal
+    engine, spark_master, weights = settings.engine, settings.spark_master, settings.weights
     names = _names(vars, "vars")
     groups = _names(by, "by") if by is not None else []
     axes = names + groups
@@ -777,7 +807,7 @@ def estimate_table(
     declared = {c: levels for a in axes if a in chain.names for c, levels in _levels(chain[a]).items()}
     unchecked = check_chain(data, chain.manifests)  # a release of other manifests gives wrong estimates: refused
     if unchecked:
-        warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
+        warnings.warn(unchecked, ReceiptWarning, stacklevel=3)  # the caller of estimate_table
     on_spark = _on_spark(data, engine)
     check_decimal(decimal, sep if isinstance(data, (str, Path)) else None, weighted=weighted,
                   engine="spark" if on_spark else "local")  # before any record is read
@@ -846,14 +876,6 @@ def _check_table(counted: CountTable, axes: Sequence[str]) -> None:
         raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
 
 
-def _spec_keywords(spec: EstimateSpec, data: Any, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The keywords of :func:`estimate_table` from ``spec``, no other setting given besides it."""
-    defaults = inspect.signature(estimate_table).parameters
-    other = [k for k, p in defaults.items() if p.kind is p.KEYWORD_ONLY and k not in ("by", "spec")
-             and given[k] != p.default]
-    if other:
-        raise ParameterError(f"give the settings as an EstimateSpec or as keywords, not both ({', '.join(other)})")
-    return spec.keywords(data)
 def _on_spark(data: Any, engine: str) -> bool:
     """Whether the data is counted by Spark: ``engine="spark"`` (a CSV or Parquet file), or a Spark DataFrame."""
     from pramkit.engine.spark.counts import is_spark_frame

@@ -38,7 +38,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -69,7 +69,7 @@ from pramkit.risk.loglinear import (
     fit_loglinear_misclassified,
 )
 from pramkit.risk.misclassified import CellRisk, cell_risk
-from pramkit.settings import only_spec
+from pramkit.settings import RiskSettings, checked, only_spec
 from pramkit.validate import SPARK_MASTER, engine_name
 
 __all__ = ["EM_MAX_CELLS", "IndependenceRisk", "RiskResult", "fit_model", "identification_risk",
@@ -525,9 +525,35 @@ def identification_risk(
         given = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "missing": missing,
                  "fractions": fractions, "na_values": na_values, "sep": sep, "encoding": encoding, "engine": engine,
                  "spark_master": spark_master, "decimal": decimal}
-        only_spec(identification_risk, given, spec)
-        return identification_risk(data, keys, manifest=manifest, original=original, tol=tol, tau_rtol=tau_rtol,
-                                   **spec.keywords())
+        only_spec(_IDENTIFICATION_RISK, given, spec)  # its own signature, even where the function is wrapped
+        with checked(spec):  # checked first, by the specification's rules: a setting its rule refuses is refused so
+            return _risk(data, keys, spec, manifest=manifest, original=original, tol=tol, tau_rtol=tau_rtol)
+    made = RiskSettings(sampling_fraction=sampling_fraction, weights=weights, model=model,  # type: ignore[arg-type]
+                        missing=missing, fractions=fractions, na_values=na_values, sep=sep,  # type: ignore[arg-type]
+                        encoding=encoding, engine=engine, spark_master=spark_master, decimal=decimal)
+
+    def keywords_checked() -> None:
+        """The keywords' own rules, in place of RiskSettings.check: each keyword is checked where the door reads
+        it, with the message it gives (a weight column given as values, a model as margins: accepted)."""
+
+    with checked(made, by=keywords_checked):
+        return _risk(data, keys, made, manifest=manifest, original=original, tol=tol, tau_rtol=tau_rtol)
+
+
+#: :func:`identification_risk` itself, whose signature holds the keywords' defaults
+#: (:func:`pramkit.settings.only_spec`).
+_IDENTIFICATION_RISK = identification_risk
+
+
+def _risk(data: Any, keys: Sequence[str], settings: RiskSettings, *, manifest: Manifest | None, original: Any,
+          tol: float, tau_rtol: float | None) -> RiskResult:
+    """:func:`identification_risk`'s one door: tau1, tau2 and the per-record risks of ``data`` on ``keys`` by
+    ``settings`` (checked: their rules are not run again here), the manifest, the original and the fit's
+    tolerances given beside them."""
+    sampling_fraction, weights, model = settings.sampling_fraction, settings.weights, settings.model
+    missing, fractions = cast(MissingKeys, settings.missing), cast(FractionsBy, settings.fractions)
+    na_values, sep, encoding, decimal = settings.na_values, settings.sep, settings.encoding, settings.decimal
+    engine, spark_master = settings.engine, settings.spark_master
     start = time.perf_counter()
     if tau_rtol is not None and not (math.isfinite(tau_rtol) and tau_rtol > 0):
         raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")

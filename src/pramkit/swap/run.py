@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
-import numbers
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,239 +34,21 @@ from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import receipt_path, receipt_text
 from pramkit.errors import ParameterError
 from pramkit.frames import pandas_table
-from pramkit.io import TableWriter, csv_dialect, iter_batches
+from pramkit.io import TableWriter, csv_dialect
 from pramkit.kernel.rng import SecretKey, resolve_key
-from pramkit.ledger import Ledger, swapping_statement
-from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
-from pramkit.settings import only_spec
-from pramkit.swap.core import DONOR_RULES, SwapDraw, draw_swaps
+from pramkit.ledger import Ledger
+from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.release.swap_settings import SwapSettings
+from pramkit.settings import checked, only_spec
+from pramkit.source import Source
+from pramkit.swap.core import SwapDraw, draw_swaps
 from pramkit.swap.households import SwapHouseholds, read_households
 from pramkit.swap.implied import random_swap_matrix
+from pramkit.swap.plan import SwapPlan as SwapPlan  # the plan's module, imported alone by the settings' rules
+from pramkit.swap.plan import plan_swap as plan_swap
 
 #: Format name of a swap receipt.
 RECEIPT_FORMAT = "pramkit-swap-receipt"
-
-
-@dataclass(frozen=True)
-class SwapPlan:
-    """The parameters of a swap, checked (:func:`plan_swap`).
-
-    Parameters
-    ----------
-    hid : str
-        The household id column.
-    geo : tuple of str
-        The levels of the geography, highest first.
-    risk_vars : tuple of str
-        The risk variables of the k-anonymity rule (none: random swapping).
-    similar : tuple of tuple of str
-        The similarity profiles, tried in order.
-    rate : float
-        The share of households to swap, in [0, 1].
-    k : int
-        The k-anonymity threshold, at least 1.
-    donors : {"same-parent", "any-area"}
-        The donor rule (:data:`pramkit.swap.core.DONOR_RULES`): donors under the same area of
-        the level above, or from any other area of the swap level with risky donors first (the donor
-        pool of sdcMicro's ``recordSwap``, each donor a fresh keyed draw).
-    """
-
-    hid: str
-    geo: tuple[str, ...]
-    risk_vars: tuple[str, ...] = ()
-    similar: tuple[tuple[str, ...], ...] = ()
-    rate: float = 0.05
-    k: int = 3
-    donors: str = "same-parent"
-
-    @property
-    def keeps_parent(self) -> bool:
-        """Donors share the area of the level above (rule ``same-parent`` with two levels or more)."""
-        return self.donors == "same-parent" and len(self.geo) > 1
-
-    def donor_rule(self) -> str:
-        """The donor rule in words, and how it differs from sdcMicro's ``recordSwap``.
-
-        Examples
-        --------
-        >>> plan_swap("hid", ["region", "area"]).donor_rule().split(" (")[0]
-        'donors were drawn from another area of the same region'
-        >>> plan_swap("hid", ["region", "area"], donors="any-area").donor_rule().split(" (")[0]
-        'donors were drawn from any other area of the level swapped across, risky donors first'
-        """
-        if self.donors == "any-area":
-            return ("donors were drawn from any other area of the level swapped across, risky donors first "
-                    "(pramkit option any-area: the donor pool of sdcMicro's recordSwap, each donor a fresh keyed "
-                    "draw and the areas in a keyed order, not recordSwap's scan of one priority order per level "
-                    "with the areas in code order)")
-        where = f"another area of the same {self.geo[-2]}" if len(self.geo) > 1 else "another area"
-        return (f"donors were drawn from {where} (pramkit's rule same-parent, not sdcMicro's recordSwap, "
-                "which draws them from any other area and prefers risky donors); households selected at a "
-                "level were not each other's donors")
-
-    @property
-    def targeted(self) -> bool:
-        """Households are chosen from the data (risk variables given): no matrix is known."""
-        return bool(self.risk_vars)
-
-    @property
-    def columns(self) -> list[str]:
-        """Every column the swap reads."""
-        return list(dict.fromkeys([self.hid, *self.geo, *self.risk_vars, *(c for p in self.similar for c in p)]))
-
-    def section(self, areas: Sequence[Any], parents: Sequence[Any] | None = None,
-                households: Sequence[int] | None = None) -> dict[str, Any]:
-        """The public description of the swap (the manifest's and the receipt's ``swapping``).
-
-        Nothing in it is computed from the original data but the areas, the level above each and
-        their household counts, which the released file shows exactly (a swap exchanges one
-        household for another).
-
-        Parameters
-        ----------
-        areas : sequence
-            The areas of the lowest level.
-        parents : sequence, optional
-            The area of the level above each (two levels or more).
-        households : sequence of int, optional
-            Households per area (default: equal areas).
-
-        Returns
-        -------
-        dict
-
-        Examples
-        --------
-        >>> s = plan_swap("hid", ["region"], rate=0.1).section(["N", "S", "E"])
-        >>> s["method"], s["epsilon"], s["matrix_known"]
-        ('random record swapping', 2.890371757896165, True)
-        """
-        given = self.geo[-2] if self.keeps_parent else None
-        matrix = None if self.targeted else random_swap_matrix(
-            self.rate, areas, self.donor_parents(parents), households, donors=self.donors)
-        eps = math.inf if matrix is None else matrix.epsilon
-        given_eps = None if matrix is None or given is None else matrix.block_epsilon
-        return {
-            "method": "targeted record swapping" if self.targeted else "random record swapping",
-            "semantics": ("Eurostat targeted record swapping with sdcMicro recordSwap's donor pool (any-area), "
-                           "each donor a fresh keyed draw (not recordSwap's code-order scan)"
-                          if self.donors == "any-area" else
-                          "Eurostat targeted record swapping with pramkit's donor rule same-parent (donors share "
-                          "the area above; sdcMicro recordSwap draws them from any other area)"),
-            "donors": self.donors,
-            "donor_rule": self.donor_rule(),
-            "household_id": self.hid,
-            "levels": list(self.geo),
-            "variable": self.geo[-1],
-            "areas": len(areas),
-            "rate": self.rate,
-            "k_anonymity": self.k if self.targeted else None,
-            "risk_variables": list(self.risk_vars),
-            "similar": [list(p) for p in self.similar],
-            "matrix_known": not self.targeted,
-            "epsilon": epsilon_to_json(eps),
-            **({f"epsilon_given_{given}": epsilon_to_json(given_eps)} if given_eps is not None else {}),
-            "guarantee": swapping_statement(self.geo[-1], self.targeted, eps, self.rate, len(areas),
-                                            given, given_eps, donors=self.donor_rule()),
-        }
-
-    def donor_parents(self, parents: Sequence[Any] | None) -> Sequence[Any] | None:
-        """The parents that bound the donors of a random swap (its expected matrix's blocks).
-
-        Parameters
-        ----------
-        parents : sequence or None
-            The area of the level above each area of the lowest level.
-
-        Returns
-        -------
-        sequence or None
-            ``parents`` under the rule ``same-parent``; ``None`` (one block: donors come from any
-            other area) under ``any-area``.
-
-        Examples
-        --------
-        >>> plan_swap("hid", ["region", "area"]).donor_parents(["N", "S"])
-        ['N', 'S']
-        >>> plan_swap("hid", ["region", "area"], donors="any-area").donor_parents(["N", "S"]) is None
-        True
-        """
-        return parents if self.donors == "same-parent" else None
-
-
-def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), similar: Sequence[Sequence[str]] = (),
-              rate: float = 0.05, k: int = 3, donors: str = "same-parent") -> SwapPlan:
-    """Check the parameters of a swap before any data is read.
-
-    Parameters
-    ----------
-    hid : str
-        The household id column.
-    geo : sequence of str
-        The levels of the geography, highest first (county > municipality > district).
-    risk_vars : sequence of str
-        The risk variables; none: random swapping (no household is targeted).
-    similar : sequence of sequence of str
-        Similarity profiles: a donor shares the values of the first profile, or else of the next.
-    rate : float
-        The share of households swapped, in [0, 1] (a swap moves two households).
-    k : int
-        The k-anonymity threshold (a household is risky when a member's cell has fewer than k persons).
-    donors : {"same-parent", "any-area"}
-        The donor rule: ``same-parent`` (the default) draws donors under the same area of the level
-        above, households selected at a level never being each other's donors; ``any-area`` draws them
-        from any other area of the level swapped across, risky donors first (sdcMicro ``recordSwap``'s
-        donor pool, each donor a fresh keyed draw).
-
-    Returns
-    -------
-    SwapPlan
-
-    Raises
-    ------
-    ParameterError
-        A rate outside [0, 1], a k below 1 or not an integer, no level, a column named twice, or an
-        unknown donor rule.
-
-    Examples
-    --------
-    >>> plan_swap("hid", ["nuts2", "nuts3"], risk_vars=["age", "sex"], similar=[["hsize"]]).targeted
-    True
-    >>> plan_swap("hid", ["nuts2"], rate=1.5)
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: the swap rate must lie in [0, 1] (a share of households), got 1.5
-    >>> plan_swap("hid", ["nuts2"], k=0)
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: k (the k-anonymity threshold) must be an integer of at least 1, got 0; for random swapping give no risk variables
-    >>> plan_swap("hid", ["nuts2"], donors="anywhere")
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: unknown donor rule 'anywhere': use same-parent or any-area
-    """
-    if donors not in DONOR_RULES:
-        raise ParameterError(f"unknown donor rule {donors!r}: use {' or '.join(DONOR_RULES)}")
-    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not (0.0 <= rate <= 1.0):
-        raise ParameterError(f"the swap rate must lie in [0, 1] (a share of households), got {rate!r}")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ParameterError(f"k (the k-anonymity threshold) must be an integer of at least 1, got {k!r}; "
-                             "for random swapping give no risk variables")
-    levels = tuple(str(c) for c in geo)
-    if not levels:
-        raise ParameterError("the geography needs at least one level (--geo L1,L2,...)")
-    named = [hid, *levels]
-    twice = sorted({c for c in named if named.count(c) > 1})
-    if twice:
-        raise ParameterError(f"column(s) {twice} named twice among the household id and the geography levels")
-    clash = sorted(set(named) & (set(risk_vars) | {c for p in similar for c in p}))
-    if clash:
-        raise ParameterError(f"column(s) {clash} are the household id or a geography level, so they cannot be a "
-                             "risk or similarity variable")
-    profiles = tuple(tuple(str(c) for c in p) for p in similar)
-    if any(not p for p in profiles):
-        raise ParameterError("a similarity profile needs at least one column")
-    return SwapPlan(str(hid), levels, tuple(str(c) for c in risk_vars), profiles, float(rate), int(k), donors)
 
 
 @dataclass(frozen=True)
@@ -557,7 +337,8 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     ------
     ParameterError
         ``chunk_rows`` below 1, an output that is an input or another output, a manifest for a targeted
-        swap, or a partners file that is neither ``.csv`` nor ``.parquet``.
+        swap, a partners file that is neither ``.csv`` nor ``.parquet``, or data that is no file (a frame in
+        memory: :func:`swap_frame` swaps it).
     DataError
         As :func:`pramkit.swap.households.read_households`, or an unreadable file.
     OutputExistsError, WriteError
@@ -601,9 +382,33 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         return _swap_by_spec(data, plan, out, spec, key=key, manifest=manifest, force=force, partners=partners,
                              given={"chunk_rows": chunk_rows, "na_values": na_values, "sep": sep,
                                     "encoding": encoding})
+    made = SwapSettings(rate=plan.rate, k=plan.k, donors=plan.donors, chunk_rows=chunk_rows,
+                        na_values=na_values, sep=sep, encoding=encoding)  # type: ignore[arg-type]
+
+    def keywords_checked() -> None:  # the keywords' own rules and messages, in place of SwapSettings.check
+        if chunk_rows < 1:
+            raise ParameterError("chunk_rows must be at least 1")
+
+    with checked(made, by=keywords_checked):
+        source = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)  # opened once, asked below
+        return _swap(source, plan, out, made, key=key, manifest=manifest, force=force, partners=partners)
+
+
+#: :func:`swap_file` itself, whose signature holds the keywords' defaults (:func:`pramkit.settings.only_spec`).
+_SWAP_FILE = swap_file
+
+
+def _swap(source: Source, plan: SwapPlan, out: str | Path, settings: SwapSettings, *,
+          key: SecretKey | bytes | str | Path | None, manifest: str | Path | None, force: bool,
+          partners: str | Path | None) -> SwapResult:
+    """:func:`swap_file`'s one door: swap the households of the opened ``source`` by ``plan`` into ``out`` with
+    ``settings`` (checked: its rules are not run again here), the key and the files written given beside them."""
     t0 = time.perf_counter()
     secret = resolve_key(key)
-    src, dst = Path(data), Path(out)
+    if source.path is None:
+        raise ParameterError(f"swap_file reads a file or a folder of part files, not {source.described}; "
+                             "swap a frame in memory with swap_frame")
+    src, dst = source.path, Path(out)
     inputs = [src, secret.path]
     check_writable(dst, force=force, inputs=inputs)
     check_writable(receipt_path(dst), force=True, inputs=inputs)
@@ -614,13 +419,11 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     if partners is not None:
         _partners_format(partners)
         check_writable(partners, force=force, inputs=[*inputs, dst, receipt_path(dst), manifest])
-    if chunk_rows < 1:
-        raise ParameterError("chunk_rows must be at least 1")
-    csv_dialect(sep, encoding)
+    csv_dialect(source.sep, source.encoding)  # the source's own (a Source given as data reads with its settings)
     where = repr(str(src))
-    _, tables = iter_batches(src, columns=plan.columns, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
-                             encoding=encoding)
+    _, tables = source.batches(plan.columns, chunk_rows=settings.chunk_rows)
     swapped = _draw(tables, plan, secret, where)
+    source.forget()  # a file read whole: its records of the plan's columns are held no more
     released = [swapped.released_codes(h) for h in range(len(plan.geo))]
     areas, parents, counts = swapped.areas()
     with contextlib.ExitStack() as stack:
@@ -628,15 +431,15 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
                        if partners is not None else None)
         man_stage = stack.enter_context(staged_bytes(manifest, force=force, inputs=inputs)) if manifest else None
         receipt_stage = stack.enter_context(staged_bytes(receipt_path(dst), force=True, inputs=inputs))
-        meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True,
-                                     sep=sep, encoding=encoding)
+        meta, batches = source.batches(chunk_rows=settings.chunk_rows, keep_missing_codes=True)
         start = 0
         with TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
             for table in batches:
                 writer.write(_release(table, swapped, plan, start, released))
                 start += table.num_rows
             writer.close()
-            man = swap_manifest(plan, areas, parents, counts, na_values=na_values) if man_stage is not None else None
+            man = (swap_manifest(plan, areas, parents, counts, na_values=settings.na_values) if man_stage is not None
+                   else None)
             section = plan.section(areas, parents, counts)
             receipt_stage.write(_receipt(dst, start, writer.sha256, section, man).encode())
             if man_stage is not None and man is not None:
@@ -652,17 +455,19 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
 def _swap_by_spec(data: str | Path, plan: SwapPlan, out: str | Path, spec: Any, *, given: dict[str, Any],
                   **files: Any) -> SwapResult:
     """:func:`swap_file` with the settings of ``spec`` (none of ``given`` besides it), whose plan ``plan`` is."""
-    only_spec(swap_file, given, spec)
-    settings = spec.keywords()  # checked first: a setting its rule refuses is refused so
-    if spec.engine != "local":
-        raise ParameterError(f"swap_file swaps on this machine, not with engine {spec.engine!r}: call "
-                             "spec.swap(data, plan, out, key=...) to run the spec's engine")
-    differ = [f"{name} {getattr(spec, name)!r} (it has {getattr(plan, name)!r})" for name in ("rate", "k", "donors")
-              if getattr(spec, name) != getattr(plan, name)]
-    if differ:
-        raise ParameterError(f"the plan was not made with the spec's {', '.join(differ)}: make it with "
-                             "spec.plan(...)")
-    return swap_file(data, plan, out, **files, **settings)
+    only_spec(_SWAP_FILE, given, spec)  # its own signature, even where swap_file is wrapped
+    with checked(spec):  # checked first: a setting its rule refuses is refused so
+        if spec.engine != "local":
+            raise ParameterError(f"swap_file swaps on this machine, not with engine {spec.engine!r}: call "
+                                 "spec.swap(data, plan, out, key=...) to run the spec's engine")
+        differ = [f"{name} {getattr(spec, name)!r} (it has {getattr(plan, name)!r})"
+                  for name in ("rate", "k", "donors") if getattr(spec, name) != getattr(plan, name)]
+        if differ:
+            raise ParameterError(f"the plan was not made with the spec's {', '.join(differ)}: make it with "
+                                 "spec.plan(...)")
+        source = Source.open(data, na_values=spec.na_values, sep=spec.sep, encoding=spec.encoding)
+        return _swap(source, plan, out, spec, **files)
+
 
 def _partners_format(path: str | Path) -> str:
     """``csv`` or ``parquet``, from the partners file's suffix."""
