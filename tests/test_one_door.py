@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SDC_DATA
+from conftest import SDC_DATA, run_cli
 
 import pramkit
 import pramkit.engine.perturb as perturb
@@ -119,6 +119,14 @@ def test_apply_checks_a_spec_once(manifest: Path, tmp_path: Path, monkeypatch: p
     assert (len(checks), len(rules)) == (1, 1)
     ApplySpec(chunk_rows=500).apply(TESTDATA, manifest, tmp_path / "b.csv", key=KEY)
     assert (len(checks), len(rules)) == (2, 2)
+
+    key_file = tmp_path / "key"
+    key_file.write_bytes(KEY)
+    code, _, err = run_cli("apply", TESTDATA, "--manifest", manifest, "--out", tmp_path / "c.csv", "--key-file",
+                           key_file, "--chunk-rows", "500", "-q")
+    assert code == 0, err
+    assert (len(checks), len(rules)) == (3, 3)  # the command checks its settings once too
+    assert (tmp_path / "c.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
 
 
 def test_apply_checks_its_keywords_once_by_their_own_rules(manifest: Path, tmp_path: Path,
