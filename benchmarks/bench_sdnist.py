@@ -564,8 +564,8 @@ def _register_post_processed() -> None:
 _register_post_processed()
 
 
-def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False, model: str = "margins"
-                 ) -> Release:
+def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False, model: str = "margins",
+                 neighbours: str = "replace-one") -> Release:
     """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
     ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
     feature's codes its declared range."""
@@ -606,6 +606,11 @@ for _eps in (1, 2, 5, 10):
         lambda s, e=_eps: _synthesized(s, e, 2, every=True, model="pgm"))
     configuration(f"pgm-all-{_eps}-single", f"pgm-all-{_eps} with one draw per record (min-count 1)")(
         lambda s, e=_eps: _synthesized(s, e, 1, every=True, model="pgm"))
+for _eps in (1, 2, 5, 10):
+    configuration(f"pgm-ar-{_eps}", f"pgm-all-{_eps} under add-or-remove neighbours (`--neighbours add-remove`, the "
+                  "peers' relation): pure epsilon-DP, delta 0, every table at L1 sensitivity 1, the number of records "
+                  "estimated from the noisy tables")(
+        lambda s, e=_eps: _synthesized(s, e, 2, every=True, model="pgm", neighbours="add-remove"))
 
 
 #: The peers: dpmm's MST and AIM synthesizers (McKenna et al.'s, as SmartNoise's MST and AIM), run by
@@ -680,7 +685,8 @@ def stated(release: Release) -> tuple[str, str]:
     if release.synthesis is not None:
         res = release.synthesis
         chosen = f", {len(res.selections)} chosen" if getattr(res, "selections", None) else ""
-        return "-", f"{fmt_epsilon(res.record_epsilon)} (pure; {len(res.measurements)} DP tables{chosen})"
+        relation = ", add-remove" if getattr(res, "neighbours", "replace-one") == "add-remove" else ""
+        return "-", f"{fmt_epsilon(res.record_epsilon)} (pure{relation}; {len(res.measurements)} DP tables{chosen})"
     if release.central is not None:
         return "-", release.central
     if not release.steps:

@@ -66,7 +66,7 @@ from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
-from pramkit.synthesize_pgm import MAX_CELLS, check_pgm_settings, import_mbi
+from pramkit.synthesize_pgm import MAX_CELLS, check_neighbours, check_pgm_settings, import_mbi
 
 #: The manifest's ``format`` and its version.
 FORMAT = "pramkit.synthesis"
@@ -104,9 +104,11 @@ class Measurement:
     shape : tuple of int
         Cells per axis.
     epsilon : float
-        The epsilon of its noise (discrete Laplace at L1 sensitivity 2).
+        The epsilon of its noise (discrete Laplace at L1 ``sensitivity``).
     noisy : numpy.ndarray
         The noisy counts (int64), in ``shape``.
+    sensitivity : int
+        The table's L1 sensitivity: 2 under replace-one neighbours (default), 1 under add-or-remove.
 
     Examples
     --------
@@ -119,6 +121,7 @@ class Measurement:
     shape: tuple[int, ...]
     epsilon: float
     noisy: np.ndarray
+    sensitivity: int = 2
 
     @property
     def cells(self) -> int:
@@ -127,7 +130,8 @@ class Measurement:
 
     def to_dict(self) -> dict[str, Any]:
         """The measurement as JSON (``mechanism``, ``axes``, ``epsilon``, ``sensitivity``, ``noisy``)."""
-        return {"mechanism": "geometric", "axes": list(self.axes), "epsilon": self.epsilon, "sensitivity": 2,
+        return {"mechanism": "geometric", "axes": list(self.axes), "epsilon": self.epsilon,
+                "sensitivity": self.sensitivity,
                 "noisy": np.asarray(self.noisy).reshape(self.shape).tolist()}
 
 
@@ -173,6 +177,12 @@ class SynthesisResult:
         return str(self.manifest.get("procedure", {}).get("model", "margins"))
 
     @property
+    def neighbours(self) -> str:
+        """The neighbour relation of the guarantee: ``"replace-one"`` (default) or ``"add-remove"``, as the
+        manifest states it."""
+        return str(self.manifest.get("neighbours", "replace-one"))
+
+    @property
     def selections(self) -> list[dict[str, Any]]:
         """The model pgm's choices of a table (the manifest's ``selections``; none for the default model)."""
         return list(self.manifest.get("selections", []))
@@ -208,6 +218,7 @@ def synthesize_release(
     decimal: str = CSV_DECIMAL,
     model: str = "margins",
     max_cells: int = MAX_CELLS,
+    neighbours: str = "replace-one",
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
     a model measured with DP (module docstring): a central ``epsilon`` for the whole release.
@@ -256,6 +267,12 @@ def synthesize_release(
         every column synthesized, no public column; needs ``pip install "pramkit[pgm]"``).
     max_cells : int
         With ``model="pgm"``: the most cells of the model (its junction tree's cliques, added up).
+    neighbours : {"replace-one", "add-remove"}
+        The neighbour relation of the guarantee.  ``"replace-one"`` (default): the number of records is public,
+        each table has L1 sensitivity 2.  ``"add-remove"`` (``model="pgm"`` only, every column of the data
+        synthesized): each table has L1 sensitivity 1 and the number of records is not public: the released
+        file has as many records as the noisy tables estimate (:mod:`pramkit.synthesize_pgm`); the manifest
+        states ``"neighbours": "add-remove"`` and the guarantee sentence says so.
 
     Returns
     -------
@@ -289,6 +306,7 @@ def synthesize_release(
     epsilon = check_settings(epsilon, min_count=min_count, pool=pool, sweeps=sweeps, public_bins=public_bins,
                              sep=sep, encoding=encoding)
     model = check_pgm_settings(model, max_cells)
+    neighbours = check_neighbours(neighbours, model)
     if model == "pgm" and public_cols:
         raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
                              f"{', '.join(public_cols)}), or use the model margins")
@@ -296,6 +314,7 @@ def synthesize_release(
         import_mbi()
     src = None if isinstance(data, pd.DataFrame) else Path(data)
     frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding, decimal)
+    _check_every_column_drawn(frame, variables, neighbours)
     pool = default_pool(len(frame)) if pool is None else pool
     rules = as_rules(forbid)
     _check_rule_columns(rules, variables, public_cols, list(frame.columns))
@@ -306,7 +325,7 @@ def synthesize_release(
     cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal if src is not None else CSV_DECIMAL)
     if model == "pgm":
         drawn, measurements, selections, shared, rounds = _draw_pgm(codes, variables, cats, rules, epsilon, sk,
-                                                                    min_count, max_cells)
+                                                                    min_count, max_cells, neighbours)
         procedure: dict[str, Any] = {"model": "pgm", "max_cells": max_cells, "rounds": rounds,
                                      "min_count": min_count}
     else:
@@ -314,18 +333,18 @@ def synthesize_release(
                                                     rules, epsilon, sk, pool, sweeps, min_count, public_bins)
         selections = []
         procedure = {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins}
-    released = frame.copy(deep=src is None)  # a frame read here is not the caller's: its columns are shared
-    for j, v in enumerate(variables):
-        released[v] = pd.Series(np.asarray(cats[v], dtype=object)[drawn[:, j]], index=frame.index)
+    released, kept = _released_frame(frame, kept, drawn, variables, cats, copy=src is None, neighbours=neighbours)
     if rules is not None and rules.breaking(released, list(released.columns)).any():
         raise DataError("the released records break an edit rule the pool should have kept: report this")
     eps_total = record_epsilon([m.epsilon for m in measurements] + [x.epsilon for x in selections])
     as_they_are = [str(c) for c in released.columns if c not in variables]
     ledger_dict = synthesis_ledger(eps_total, float(epsilon), sources, as_they_are,
-                                   missing=[v for v in variables if None in cats[v]], codes=_code_words(src))
+                                   missing=[v for v in variables if None in cats[v]], codes=_code_words(src),
+                                   neighbours=neighbours)
     guarantee = ledger_dict["statement"]
     manifest = {
         "format": FORMAT, "version": FORMAT_VERSION,
+        **_neighbours_field(neighbours),
         "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v]}
                       for v in variables},
         "public": {"columns": list(public_cols), "bins": bins, "cells": len(cell_labels)},
@@ -345,6 +364,39 @@ def synthesize_release(
                                                   sep, encoding, kept=(kept, meta, variables))
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _check_every_column_drawn(frame: pd.DataFrame, variables: Sequence[str], neighbours: str) -> None:
+    """Under add-or-remove neighbours, refuse data with a column that is not synthesized (it would be released
+    as it is, record by record, and the number of records is not public)."""
+    others = [str(c) for c in frame.columns if c not in variables]
+    if neighbours == "add-remove" and others:
+        raise DataError(f"under add-or-remove neighbours every column is synthesized (the number of records is not "
+                        f"public, so no column can be released as it is): the data also has {', '.join(others)}: "
+                        "synthesize them too, or drop them first")
+
+
+def _released_frame(frame: pd.DataFrame, kept: pa.Table | None, drawn: np.ndarray, variables: Sequence[str],
+                    cats: Mapping[str, Sequence[Any]], *, copy: bool, neighbours: str
+                    ) -> tuple[pd.DataFrame, pa.Table | None]:
+    """The released records (the drawn codes as categories) and the table the file is written from.  Under
+    replace-one neighbours, the frame read with the synthesized columns replaced (``copy``: a caller's frame is
+    copied); under add-or-remove, as many records as were drawn, every column drawn, and the table read
+    repeated to that many rows only for its columns' types and labels (every value is replaced)."""
+    if neighbours == "add-remove":
+        released = pd.DataFrame({v: np.asarray(cats[v], dtype=object)[drawn[:, j]] for j, v in enumerate(variables)},
+                                columns=list(frame.columns))
+        rows = pa.array(np.arange(len(released)) % max(len(frame), 1))
+        return released, None if kept is None else kept.take(rows)
+    released = frame.copy(deep=copy)  # a frame read here is not the caller's: its columns are shared
+    for j, v in enumerate(variables):
+        released[v] = pd.Series(np.asarray(cats[v], dtype=object)[drawn[:, j]], index=frame.index)
+    return released, kept
+
+
+def _neighbours_field(neighbours: str) -> dict[str, str]:
+    """The manifest's ``neighbours``: written when the relation is not replace-one (absent, it is)."""
+    return {"neighbours": neighbours} if neighbours != "replace-one" else {}
 
 
 def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell_labels: list[tuple],
@@ -371,43 +423,55 @@ def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell
 
 
 def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
-              epsilon: float, sk: SecretKey, min_count: int, max_cells: int
+              epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one"
               ) -> tuple[np.ndarray, list[Measurement], list[Any], int, int]:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
-    graphical model fitted to them with the rules as structural zeros, one record drawn per record (and shared
-    by pairs with ``min_count`` 2)."""
+    graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
+    add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
+    2."""
     from pramkit.synthesize_pgm import fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
     if holes:
         raise DataError(f"the model pgm draws no missing value, and {holes[0]} has missing values: declare them "
                         "as a category (na_values) or use the model margins")
-    settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count]).encode()
+    settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count,
+                           *([neighbours] if neighbours != "replace-one" else [])]).encode()
     draw_key = sk.for_data("synthesize-pgm", np.ascontiguousarray(codes, dtype="<i8").tobytes(), settings)
     fit = fit_and_draw(codes, variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
-                       max_cells=max_cells)
+                       max_cells=max_cells, neighbours=neighbours)
     drawn, shared = fit.drawn, 0
-    if min_count == 2:
-        drawn, shared = _share_draws(drawn, np.zeros(len(codes), dtype=np.int64),
-                                     uniforms(draw_key, "@pairs", 0, len(codes)))
-    measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy) for t in fit.measurements]
+    if min_count == 2:  # the records drawn: under add-or-remove neighbours, not the original's number
+        drawn, shared = _share_draws(drawn, np.zeros(len(drawn), dtype=np.int64),
+                                     uniforms(draw_key, "@pairs", 0, len(drawn)))
+    measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity) for t in fit.measurements]
     return drawn, measurements, fit.selections, shared, fit.rounds
+
+
+#: The guarantee sentence's words for the change between neighbours, as the ledger writes them (replace-one) and
+#: under add-or-remove neighbours.
+REPLACE_ONE_WORDS = "changing one person's record in its perturbed variables"
+ADD_REMOVE_WORDS = ("adding or removing one person's record (add-or-remove neighbours: the number of records is "
+                    "not public either)")
 
 
 def synthesis_ledger(eps_total: float, budget: float, sources: Mapping[str, CategorySource],
                      as_they_are: Sequence[str], *, missing: Sequence[str] = (), codes: str | None = None,
-                     ) -> dict[str, Any]:
+                     neighbours: str = "replace-one") -> dict[str, Any]:
     """The ledger of a synthesized release: the tables' epsilon (``eps_total``) within ``budget``, the
     variables' category ``sources`` (a data source stated as such) and the guarantee sentence, which names
     the columns released ``as_they_are`` and what is released exactly: which values of the variables
     ``missing`` are missing (kept missing, none made), and which missing ``codes`` they hold (in words: a
-    Stata, SPSS or SAS file's codes, :func:`pramkit.io_stat.missing_code_words`).
+    Stata, SPSS or SAS file's codes, :func:`pramkit.io_stat.missing_code_words`).  Under ``neighbours``
+    ``"add-remove"`` the sentence bounds what adding or removing one record changes.
 
     Examples
     --------
     >>> led = synthesis_ledger(1.0, 1.0, {"a": "data"}, ["sex"])
     >>> led["design_epsilon"], led["data_dependent"], led["statement"][:32]
     (1.0, ['the categories of a were read from the data'], 'Given the published manifest, ch')
+    >>> synthesis_ledger(1.0, 1.0, {"a": "declared"}, [], neighbours="add-remove")["statement"][:46]
+    "Adding or removing one person's record (add-or"
     """
     ledger = Ledger(design_epsilon=eps_total, frequencies="dp_counts", record_epsilon_budget=float(budget),
                     categories=dict(sources),
@@ -416,8 +480,15 @@ def synthesis_ledger(eps_total: float, budget: float, sources: Mapping[str, Cate
     zeros = [0.0] * len(sources)
     facts = [ExactFact.of("missing", tuple(missing))] if missing else []
     facts += [ExactFact.of("missing_code", tuple(missing), values=(codes,))] if missing and codes else []
-    return {**ledger.to_dict(zeros, facts=facts),
-            "statement": ledger.statement(zeros, facts=facts, unperturbed=list(as_they_are))}
+    statement = ledger.statement(zeros, facts=facts, unperturbed=list(as_they_are))
+    if neighbours == "add-remove":
+        words = [(w[0].upper() + w[1:], a[0].upper() + a[1:]) for w, a in ((REPLACE_ONE_WORDS, ADD_REMOVE_WORDS),)]
+        words += [(REPLACE_ONE_WORDS, ADD_REMOVE_WORDS)]
+        said = [(w, a) for w, a in words if w in statement]
+        if not said:  # pragma: no cover - the ledger's sentence always says it
+            raise DataError("the guarantee sentence does not name the change between neighbours: report this")
+        statement = statement.replace(said[0][0], said[0][1], 1)
+    return {**ledger.to_dict(zeros, facts=facts), "statement": statement}
 
 
 def _code_words(src: Path | None) -> str | None:

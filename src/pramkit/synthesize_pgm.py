@@ -32,6 +32,32 @@ budget (pure epsilon-DP by sequential composition, replace-one neighbours).  Eve
 measurements (the fits, the annealing, the draws) reads only the noisy tables, the number of records, the
 rules and the key: post-processing.
 
+**Add-or-remove neighbours** (``neighbours="add-remove"``, the relation under which MST and AIM state their
+(epsilon, delta) guarantees; an add-or-remove epsilon implies a replace-one 2 epsilon, not the reverse).
+Two data sets are neighbours when one is the other with one record added or removed, so the number of
+records ``n`` is no longer public:
+
+* **Measurements.**  Adding or removing a record changes one cell of a table by 1: L1 sensitivity 1, and
+  each table gets discrete Laplace noise ``P(k) ~ exp(-epsilon_i |k|)``, scale ``1 / epsilon_i``.
+* **The model's total.**  Never ``n``: each fit is given the minimum-variance unbiased estimate of the
+  total from the noisy tables measured so far (:func:`estimated_total`: each table's sum estimates ``n``
+  with variance ``cells * sigma_i^2``, ``sigma_i^2 = 2 a_i / (1 - a_i)^2``, ``a_i = exp(-epsilon_i)``;
+  the sums weighted by their inverse variances, as ``mbi`` estimates a total it is not given), and the
+  released file has that estimate of the last fit, rounded (:func:`released_records`), records.  No
+  budget is spent on it: it is post-processing of the tables.
+* **Selection.**  The quality of candidate ``r`` is ``q_r(D) = w_r (|x - c|_1 - b n_r)`` with
+  ``x = M_r(D)`` the exact table and ``c = M_r(p)`` the current model's, scaled to the estimated total.
+  Given the outputs of the earlier rounds (adaptive composition) ``c``, ``b`` and ``n_r`` are the same for
+  ``D`` and a neighbour ``D'``, and ``x' = M_r(D')`` is ``x`` with one cell moved by 1, so by the triangle
+  inequality ``|q_r(D) - q_r(D')| = w_r | |x - c|_1 - |x' - c|_1 | <= w_r |x - x'|_1 = w_r``.  The
+  exponential mechanism at sensitivity ``Delta = max_r w_r`` (over the round's candidates, themselves
+  post-processing), choosing ``r`` with probability proportional to ``exp(epsilon_s q_r / (2 Delta))``, is
+  then epsilon_s-DP.  (Under replace-one, ``|x - x'|_1 <= 2`` and ``c`` is scaled to the public ``n``:
+  ``Delta = 2 max_r w_r``.)  ``b`` is the expected absolute noise at sensitivity 1.
+
+The schedule of epsilons is the same under both relations; the sum of every epsilon is then pure
+epsilon-DP under add-or-remove neighbours, delta 0.
+
 References: R. McKenna, B. Mullins, D. Sheldon and G. Miklau, "AIM: an adaptive and iterative mechanism
 for differentially private synthetic data", PVLDB 15 (2022) 2599-2612; R. McKenna, D. Sheldon and
 G. Miklau, "Graphical-model based estimation and inference for differential privacy", ICML 2019;
@@ -74,6 +100,11 @@ FINAL_ITERS = 1000
 MAX_VARIABLES = 60
 #: The most cells of the original's exact marginals kept between rounds (the others are counted again).
 EXACT_CACHE_CELLS = 20_000_000
+#: The neighbour relations of the guarantee: replace-one (the default; the number of records is public) and
+#: add-or-remove (it is not).
+NEIGHBOURS = ("replace-one", "add-remove")
+#: The L1 sensitivity of a table (a histogram of records) under each neighbour relation.
+TABLE_SENSITIVITY = {"replace-one": 2, "add-remove": 1}
 
 
 @dataclass(frozen=True)
@@ -113,12 +144,14 @@ class Table:
     shape: tuple[int, ...]
     epsilon: float
     noisy: np.ndarray
+    sensitivity: int = 2
 
 
 @dataclass
 class PgmFit:
     """What :func:`fit_and_draw` made: the drawn codes (records by variables), the measurements (the 1-way
-    tables, then one per round), the selections, the model's size in cells and its cliques."""
+    tables, then one per round), the selections, the model's size in cells and its cliques; under add-or-remove
+    neighbours, ``total``: the total estimated from the noisy tables (the drawn records are it, rounded)."""
 
     drawn: np.ndarray
     measurements: list[Any]
@@ -126,6 +159,7 @@ class PgmFit:
     cells: int
     cliques: list[tuple[str, ...]]
     rounds: int
+    total: float | None = None
 
 
 def check_pgm_settings(model: Any, max_cells: Any) -> str:
@@ -150,6 +184,32 @@ def check_pgm_settings(model: Any, max_cells: Any) -> str:
             not MIN_CELLS <= max_cells <= MOST_CELLS:
         raise ParameterError(f"max_cells must be an integer from {MIN_CELLS} to {MOST_CELLS}, got {max_cells!r}")
     return str(model)
+
+
+def check_neighbours(neighbours: Any, model: Any = "pgm") -> str:
+    """Check the neighbour relation of the guarantee before any data is read: ``"replace-one"`` (any model) or
+    ``"add-remove"`` (the model pgm only: the model margins releases one record per original record, so its
+    number of records is public).
+
+    Examples
+    --------
+    >>> check_neighbours("add-remove")
+    'add-remove'
+    >>> check_neighbours("add-remove", "margins")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: neighbours 'add-remove' needs the model pgm: the model margins releases one record per original record, so its number of records is public
+    >>> check_neighbours("swap")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: neighbours must be one of replace-one, add-remove, got 'swap'
+    """
+    if neighbours not in NEIGHBOURS:
+        raise ParameterError(f"neighbours must be one of {', '.join(NEIGHBOURS)}, got {neighbours!r}")
+    if neighbours == "add-remove" and model != "pgm":
+        raise ParameterError(f"neighbours 'add-remove' needs the model pgm: the model {model} releases one record "
+                             "per original record, so its number of records is public")
+    return str(neighbours)
 
 
 @contextlib.contextmanager
@@ -204,30 +264,66 @@ def workload(names: Sequence[str]) -> tuple[list[tuple[str, ...]], dict[tuple[st
     return cands, {r: float(sum(len(set(r) & set(s)) for s in work)) for r in cands}
 
 
-def expected_noise(epsilon: float) -> float:
-    """The expected absolute value of discrete Laplace noise at ``epsilon`` and L1 sensitivity 2:
-    ``2 a / (1 - a^2)``, ``a = exp(-epsilon / 2)``.
+def expected_noise(epsilon: float, sensitivity: int = 2) -> float:
+    """The expected absolute value of discrete Laplace noise at ``epsilon`` and L1 ``sensitivity`` (2:
+    replace-one neighbours, 1: add-or-remove): ``2 a / (1 - a^2)``, ``a = exp(-epsilon / sensitivity)``.
 
     Examples
     --------
-    >>> round(expected_noise(1.0), 4), round(expected_noise(0.01), 1)
-    (1.919, 200.0)
+    >>> round(expected_noise(1.0), 4), round(expected_noise(0.01), 1), round(expected_noise(0.01, 1), 1)
+    (1.919, 200.0, 100.0)
     """
-    a = math.exp(-epsilon / 2)
+    a = math.exp(-epsilon / sensitivity)
     return 2 * a / (1 - a * a)
 
 
-def noise_sd(epsilon: float) -> float:
-    """The standard deviation of discrete Laplace noise at ``epsilon`` and L1 sensitivity 2:
-    ``sqrt(2 a) / (1 - a)``, ``a = exp(-epsilon / 2)``.
+def noise_sd(epsilon: float, sensitivity: int = 2) -> float:
+    """The standard deviation of discrete Laplace noise at ``epsilon`` and L1 ``sensitivity``:
+    ``sqrt(2 a) / (1 - a)``, ``a = exp(-epsilon / sensitivity)``.
 
     Examples
     --------
-    >>> round(noise_sd(1.0), 4)
-    2.7992
+    >>> round(noise_sd(1.0), 4), round(noise_sd(0.5, 1), 4)    # half the epsilon at half the sensitivity
+    (2.7992, 2.7992)
     """
-    a = math.exp(-epsilon / 2)
+    a = math.exp(-epsilon / sensitivity)
     return math.sqrt(2 * a) / (1 - a)
+
+
+def estimated_total(tables: Sequence[Any]) -> float:
+    """The number of records estimated from noisy tables alone (add-or-remove neighbours, module docstring):
+    each table's sum weighted by the inverse of its variance ``cells * noise_sd(epsilon, sensitivity)^2``, at
+    least 1.  ``tables``: objects or JSON objects with ``epsilon``, ``noisy`` and ``sensitivity``.
+
+    Examples
+    --------
+    >>> t = [Table(("a",), (2,), 1.0, np.array([60, 41]), 1), Table(("b",), (4,), 1.0, np.array([30, 30, 20, 21]), 1)]
+    >>> round(estimated_total(t), 3)    # (101 / 2 + 101 / 4) / (1 / 2 + 1 / 4)
+    101.0
+    >>> estimated_total([{"epsilon": 0.5, "noisy": [[-3, 1], [0, 0]], "sensitivity": 1}])
+    1.0
+    """
+    def field(t: Any, name: str) -> Any:
+        return t[name] if isinstance(t, Mapping) else getattr(t, name)
+
+    num = den = 0.0
+    for t in tables:
+        noisy = np.asarray(field(t, "noisy"), dtype=np.int64)
+        w = 1.0 / (noisy.size * noise_sd(float(field(t, "epsilon")), int(field(t, "sensitivity"))) ** 2)
+        num += w * float(noisy.sum())
+        den += w
+    return max(1.0, num / den) if den > 0 else 1.0
+
+
+def released_records(total: float) -> int:
+    """The number of records released for an estimated ``total``: rounded half up, at least 1.
+
+    Examples
+    --------
+    >>> released_records(2724.5), released_records(0.2)
+    (2725, 1)
+    """
+    return max(1, math.floor(total + 0.5))
 
 
 def _down(x: Fraction) -> float:
@@ -301,7 +397,7 @@ class _Factors:
     and its marginals by variable elimination in NumPy (``opt_einsum``), scaled to ``total`` records."""
 
     def __init__(self, model: Any, masks: Sequence[tuple[tuple[str, ...], np.ndarray]], names: Sequence[str],
-                 total: int) -> None:
+                 total: float) -> None:
         self.letters = _letters(names)
         self.items: list[tuple[tuple[str, ...], np.ndarray]] = []
         for cl in model.potentials.cliques:
@@ -362,17 +458,19 @@ def rule_masks(rules: Any, variables: Sequence[str], cats: Mapping[str, Sequence
     return out
 
 
-def _measure(data: _Data, r: tuple[str, ...], eps: float, key: SecretKey, cats: Mapping[str, Sequence[Any]]
-             ) -> Any:
-    """One table measured with discrete Laplace noise at ``eps`` (sensitivity 2), keyed by the exact table."""
+def _measure(data: _Data, r: tuple[str, ...], eps: float, key: SecretKey, cats: Mapping[str, Sequence[Any]],
+             sensitivity: int = 2) -> Any:
+    """One table measured with discrete Laplace noise at ``eps`` (L1 ``sensitivity``: 2 under replace-one
+    neighbours, 1 under add-or-remove, whose noise is keyed apart), keyed by the exact table."""
     from pramkit.privacy.geometric import dp_counts
     from pramkit.release.frequencies import measured_bytes, noise_query
 
     exact = data.exact(r)
     labels = [*r, *(str(c) for a in r for c in cats[a])]
-    rng = key.design_random(noise_query("pgm:" + "x".join(r), labels, eps), measured_bytes(exact))
-    noisy = dp_counts(exact.ravel(), eps, sensitivity=2, rng=rng).noisy
-    return Table(tuple(r), exact.shape, float(eps), noisy.reshape(exact.shape))
+    name = ("pgm:" if sensitivity == 2 else f"pgm-l1-{sensitivity}:") + "x".join(r)
+    rng = key.design_random(noise_query(name, labels, eps), measured_bytes(exact))
+    noisy = dp_counts(exact.ravel(), eps, sensitivity=sensitivity, rng=rng).noisy
+    return Table(tuple(r), exact.shape, float(eps), noisy.reshape(exact.shape), sensitivity)
 
 
 def _select(scores: np.ndarray, eps: float, sensitivity: float, key: SecretKey, digest: bytes, t: int) -> int:
@@ -387,8 +485,9 @@ def _select(scores: np.ndarray, eps: float, sensitivity: float, key: SecretKey, 
 
 def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str, Sequence[Any]], *,
                  epsilon: float, key: SecretKey, draw_key: SecretKey, rules: Any = None,
-                 max_cells: int = MAX_CELLS) -> PgmFit:
-    """Choose, measure and fit the marginals (module docstring) and draw one record per original record.
+                 max_cells: int = MAX_CELLS, neighbours: str = "replace-one") -> PgmFit:
+    """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
+    add-or-remove neighbours, as many records as the noisy tables estimate).
 
     Parameters
     ----------
@@ -399,13 +498,16 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     cats : mapping
         Each variable's categories.
     epsilon : float
-        The central budget (pure epsilon-DP, replace-one neighbours).
+        The central budget (pure epsilon-DP under ``neighbours``).
     key, draw_key : SecretKey
         The secret key (the noise, the selections) and the key of the draws.
     rules : Rules, optional
         The edit rules: structural zeros of the model.
     max_cells : int
         The most cells of the model's junction tree.
+    neighbours : {"replace-one", "add-remove"}
+        The neighbour relation (module docstring): under ``"add-remove"`` every table has L1 sensitivity 1, the
+        selections' sensitivity is the largest weight, and the number of records is estimated, never read.
 
     Returns
     -------
@@ -432,9 +534,10 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     if too_big:
         raise ParameterError(f"{too_big[0]} has {len(cats[too_big[0]]):,} categories, more than max_cells = "
                              f"{max_cells:,}: raise max_cells or recode it to fewer categories")
+    neighbours = check_neighbours(neighbours)
     masks = rule_masks(rules, names, cats, max_cells)
     data = _Data(codes, names, sizes)
-    n = len(codes)
+    n = len(codes) if neighbours == "replace-one" else None  # add-or-remove: the total is estimated
     rounds = ROUNDS_PER_VARIABLE * len(names)
     budget = _Budget(epsilon, rounds, len(names))
     with _quiet_jax():
@@ -446,20 +549,21 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         constraints = tuple(mbi.Constraint(domain.project(cl), invalid=np.argwhere(~m)) for cl, m in masks)
         state = _Rounds(mbi, domain, data, cats, key, constraints, masks, n)
         for v in names:
-            state.add(_measure(data, (v,), budget.spend(budget.first), key, cats))
+            state.add(_measure(data, (v,), budget.spend(budget.first), key, cats, state.sensitivity))
         state.fit(ROUND_ITERS)
         _rounds(state, budget, max_cells, base)
         eps_all = [m.epsilon for m in state.measurements] + [s.epsilon for s in state.selections]
         if record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
-        drawn = draw(state.factors(), names, sizes, n, draw_key, state.cliques())
+        rows = n if n is not None else released_records(state.total())
+        drawn = draw(state.factors(), names, sizes, rows, draw_key, state.cliques())
     if masks:
         for cl, m in masks:
             idx = [names.index(a) for a in cl]
             if not m[tuple(drawn[:, i] for i in idx)].all():
                 raise DataError("the released records break an edit rule the model should have kept: report this")
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
-                  [tuple(c) for c in state.measured], rounds)
+                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total())
 
 
 def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int) -> None:
@@ -474,28 +578,32 @@ def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int) -> None:
         limit = max(base, max_cells * min(1.0, budget.share() + float((Fraction(eps_s) + Fraction(eps_m))
                                                                        / budget.budget)))
         allowed = [r for r in cands if math.prod(data.shape(r)) <= max_cells and state.fits(r, limit)]
-        scores = np.array([weights[r] * (state.error(r) - expected_noise(eps_m) * math.prod(data.shape(r)))
-                           for r in allowed])
-        sens = 2.0 * max(weights[r] for r in allowed)
+        noise = expected_noise(eps_m, state.sensitivity)
+        scores = np.array([weights[r] * (state.error(r) - noise * math.prod(data.shape(r))) for r in allowed])
+        # the quality's sensitivity: the L1 change of a table times the largest weight (module docstring)
+        sens = float(state.sensitivity) * max(weights[r] for r in allowed)
         r = allowed[_select(scores, eps_s, sens, key, data.digest, t)]
         state.selections.append(Selection(t, budget.spend(eps_s), sens, len(allowed), r))
         before = state.model_marginal(r)
-        state.add(_measure(data, r, budget.spend(eps_m), key, state.cats))
+        state.add(_measure(data, r, budget.spend(eps_m), key, state.cats, state.sensitivity))
         state.fit(FINAL_ITERS if last else ROUND_ITERS)
         if last:
             break
-        if np.abs(state.model_marginal(r) - before).sum() <= expected_noise(eps_m) * math.prod(data.shape(r)):
+        if np.abs(state.model_marginal(r) - before).sum() <= noise * math.prod(data.shape(r)):
             budget.round = _down(Fraction(budget.round) * 2)
         t += 1
 
 
 class _Rounds:
-    """The measurements so far and the model fitted to them."""
+    """The measurements so far and the model fitted to them; ``n``: the public number of records (replace-one
+    neighbours), or ``None`` (add-or-remove: the total is estimated from the noisy tables at each fit)."""
 
     def __init__(self, mbi: Any, domain: Any, data: _Data, cats: Mapping[str, Sequence[Any]], key: SecretKey,
-                 constraints: tuple[Any, ...], masks: Sequence[tuple[tuple[str, ...], np.ndarray]], n: int) -> None:
+                 constraints: tuple[Any, ...], masks: Sequence[tuple[tuple[str, ...], np.ndarray]],
+                 n: int | None) -> None:
         self.mbi, self.domain, self.data, self.cats, self.key = mbi, domain, data, cats, key
         self.constraints, self.masks, self.n = constraints, list(masks), n
+        self.sensitivity = TABLE_SENSITIVITY["replace-one" if n is not None else "add-remove"]
         self.measurements: list[Any] = []
         self.selections: list[Selection] = []
         self.measured: list[tuple[str, ...]] = []
@@ -513,6 +621,10 @@ class _Rounds:
     def cliques(self) -> list[tuple[str, ...]]:
         return list(self.measured) + [cl for cl, _ in self.masks]
 
+    def total(self) -> float:
+        """The model's total: the public number of records, or the estimate from the tables measured so far."""
+        return float(self.n) if self.n is not None else estimated_total(self.measurements)
+
     def fit(self, iters: int) -> None:
         from mbi import estimation
 
@@ -520,12 +632,12 @@ class _Rounds:
         # objective, up to a constant): the model's structure, and so its compiled fit, stay the same
         sums: dict[tuple[str, ...], list[Any]] = {}
         for m in self.measurements:
-            w = noise_sd(m.epsilon) ** -2
+            w = noise_sd(m.epsilon, m.sensitivity) ** -2
             acc = sums.setdefault(m.axes, [0.0, 0.0])
             acc[0] = acc[0] + w * np.asarray(m.noisy, dtype=float).ravel()
             acc[1] += w
         ms = [self.mbi.LinearMeasurement(y / w, axes, stddev=w ** -0.5) for axes, (y, w) in sums.items()]
-        self.model = estimation.MirrorDescent().estimate(self.domain, ms, known_total=float(self.n),
+        self.model = estimation.MirrorDescent().estimate(self.domain, ms, known_total=self.total(),
                                                          constraints=self.constraints, iters=iters,
                                                          warm_start=self.model)
         self._factors = None
@@ -533,7 +645,8 @@ class _Rounds:
 
     def factors(self) -> _Factors:
         if self._factors is None:
-            self._factors = _Factors(self.model, self.masks, self.data.names, self.n)
+            self._factors = _Factors(self.model, self.masks, self.data.names,
+                                     self.n if self.n is not None else self.total())
         return self._factors
 
     def model_marginal(self, r: tuple[str, ...]) -> np.ndarray:
@@ -629,6 +742,61 @@ def is_pgm(raw: Any) -> bool:
     return isinstance(proc, Mapping) and proc.get("model") == "pgm"
 
 
+def neighbours_of(raw: Any) -> str:
+    """The neighbour relation a synthesis manifest states: its ``neighbours`` field, ``"replace-one"`` when it
+    has none (every manifest written before the field, and every release under replace-one neighbours).
+
+    Examples
+    --------
+    >>> neighbours_of({"neighbours": "add-remove"}), neighbours_of({"format": "pramkit.synthesis"})
+    ('add-remove', 'replace-one')
+    """
+    stated = raw.get("neighbours", "replace-one") if isinstance(raw, Mapping) else "replace-one"
+    return stated if isinstance(stated, str) else repr(stated)
+
+
+def table_sensitivity(raw: Any) -> int:
+    """The L1 sensitivity every table of a synthesis manifest must state: 1 under add-or-remove neighbours,
+    2 otherwise (a relation that is not one of :data:`NEIGHBOURS` is taken as replace-one: its own check fails).
+
+    Examples
+    --------
+    >>> table_sensitivity({"neighbours": "add-remove"}), table_sensitivity({})
+    (1, 2)
+    """
+    return TABLE_SENSITIVITY.get(neighbours_of(raw), 2)
+
+
+def check_neighbours_field(raw: Mapping[str, Any], value: Any) -> tuple[bool, str]:
+    """The manifest's ``neighbours`` against what its tables imply: written only for ``"add-remove"``, by the
+    model pgm, every table measured at L1 sensitivity 1 and the released records the total its noisy tables
+    estimate (:func:`estimated_total`, :func:`released_records`).
+
+    Examples
+    --------
+    >>> raw = {"procedure": {"model": "pgm"}, "rows": 101,
+    ...        "measurements": [{"epsilon": 1.0, "noisy": [60, 41], "sensitivity": 1}]}
+    >>> check_neighbours_field(raw, "add-remove")
+    (True, 'add-or-remove: every table at L1 sensitivity 1, 101 records estimated from the noisy tables')
+    >>> check_neighbours_field(raw, "replace-one")[0], check_neighbours_field({**raw, "rows": 100}, "add-remove")[0]
+    (False, False)
+    """
+    if value != "add-remove":
+        return False, f"stated {value!r}: only 'add-remove' is written (replace-one is the relation when absent)"
+    if not is_pgm(raw):
+        return False, "add-or-remove neighbours are the model pgm's only (the model margins releases every record)"
+    ms = [m for m in raw.get("measurements") or [] if isinstance(m, Mapping)]
+    if not ms or any(m.get("sensitivity") != 1 for m in ms):
+        return False, "add-or-remove neighbours, but not every table is measured at L1 sensitivity 1"
+    try:
+        rows = released_records(estimated_total(ms))
+    except (TypeError, ValueError, KeyError) as exc:
+        return False, f"the total cannot be estimated from the tables ({exc})"
+    if raw.get("rows") != rows:
+        return False, f"add-or-remove neighbours, but {raw.get('rows')!r} records stated, {rows} estimated from the tables"
+    return True, f"add-or-remove: every table at L1 sensitivity 1, {rows} records estimated from the noisy tables"
+
+
 def _selections(raw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     sel = raw.get("selections")
     return [s for s in sel if isinstance(s, Mapping)] if isinstance(sel, list) else []
@@ -696,7 +864,7 @@ def weight(names: Sequence[str], r: Sequence[str]) -> float:
 def check_selection(raw: Mapping[str, Any], at: Sequence[Any], value: Any) -> tuple[bool, str]:
     """One field of a selection (``selections[i].FIELD``) against what the manifest implies: the mechanism, its
     round, its epsilon (the schedule replayed), its sensitivity (at least twice the chosen marginal's weight,
-    the bound of its score) and its choice (a 1-, 2- or 3-way marginal of the variables, the next table
+    the bound of its score; once under add-or-remove neighbours) and its choice (a 1-, 2- or 3-way marginal of the variables, the next table
     measured).
 
     Examples
@@ -725,10 +893,12 @@ def check_selection(raw: Mapping[str, Any], at: Sequence[Any], value: Any) -> tu
         there = len(names) + i < len(ms) and ms[len(names) + i] == value
         return there, "the next table measured" if there else "not the table measured after it"
     if name == "sensitivity":
+        k = table_sensitivity(raw)
         w = weight(names, sel.get("chosen") or [])
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 2 * w
-        return ok, f"at least 2 w = {2 * w:g} of the chosen marginal" if ok else \
-            f"stated {value!r}, below 2 w = {2 * w:g} of the chosen marginal"
+        times = f"{k} w" if k != 1 else "w"
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= k * w
+        return ok, f"at least {times} = {k * w:g} of the chosen marginal" if ok else \
+            f"stated {value!r}, below {times} = {k * w:g} of the chosen marginal"
     if name == "epsilon":
         plan = schedule(raw)
         if isinstance(plan, str):

@@ -932,6 +932,18 @@ def _check_pgm_selection(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     return check_selection(ctx.raw, at, value)
 
 
+def _check_neighbours(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.synthesize_pgm import check_neighbours_field
+
+    return check_neighbours_field(ctx.raw, value)
+
+
+def _check_table_sensitivity(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.synthesize_pgm import table_sensitivity
+
+    return _compare(value, table_sensitivity(ctx.raw), "the neighbour relation stated (2; 1 under add-or-remove)")
+
+
 def _check_min_count(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     if value not in (1, 2):
         return False, f"stated {value!r}: 1 or 2"
@@ -948,6 +960,8 @@ CHECKS.update({
     "released columns": _check_released_columns,
     "min count": _check_min_count,
     "pgm selection": _check_pgm_selection,
+    "neighbours": _check_neighbours,
+    "table sensitivity": _check_table_sensitivity,
 })
 
 

@@ -1,9 +1,10 @@
 """The audit of a synthesized release (``pramkit synthesize``): every stated figure recomputed.
 
-From the manifest alone: each DP table's mechanism, sensitivity, epsilon and shape (against the
-declared categories and public cells); the tables are exactly the ones the procedure measures; the
-ledger's epsilon is at least the exact rational sum of the tables' epsilons, within the budget; the
-guarantee sentence is the ledger's.  With the released file: its digest and rows, every value a
+From the manifest alone: each DP table's mechanism, sensitivity (2, or 1 under the add-or-remove
+neighbours the manifest states), epsilon and shape (against the declared categories and public cells); the
+tables are exactly the ones the procedure measures; the ledger's epsilon is at least the exact rational sum
+of the tables' epsilons, within the budget; the guarantee sentence is the ledger's; under add-or-remove
+neighbours, the number of records is the total the noisy tables estimate.  With the released file: its digest and rows, every value a
 declared category, every rule kept, every combination shown at least ``min_count`` times.  With the
 original: the columns said to be released as they are equal the original's.  With the key: the
 release is made again and compared byte for byte.
@@ -61,9 +62,10 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
     ['ledger.design_epsilon', 'ledger.statement']
     """
     from pramkit.synthesize import measured_tables
-    from pramkit.synthesize_pgm import is_pgm, planned_tables
+    from pramkit.synthesize_pgm import is_pgm, planned_tables, table_sensitivity
 
     checks: list[Check] = []
+    k = table_sensitivity(raw)
     variables = raw.get("variables") or {}
     public = raw.get("public") or {}
     ms = raw.get("measurements") or []
@@ -80,15 +82,16 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
                       for a in axes)
         noisy = np.asarray(m.get("noisy"))
         eps = m.get("epsilon")
-        ok = (m.get("mechanism") == "geometric" and m.get("sensitivity") == 2 and isinstance(eps, (int, float))
+        ok = (m.get("mechanism") == "geometric" and m.get("sensitivity") == k and isinstance(eps, (int, float))
               and math.isfinite(eps) and eps > 0 and noisy.shape == shape and noisy.dtype.kind in "iu")
-        checks.append(_check(f"measurements[{i}]", ok, f"{' x '.join(axes)}: discrete Laplace at sensitivity 2, "
+        checks.append(_check(f"measurements[{i}]", ok, f"{' x '.join(axes)}: discrete Laplace at sensitivity {k}, "
                              f"epsilon {eps}, {noisy.size} integer cells" if ok else
-                             f"{axes}: mechanism, sensitivity 2, a positive epsilon and integer counts of shape "
+                             f"{axes}: mechanism, sensitivity {k}, a positive epsilon and integer counts of shape "
                              f"{shape} expected"))
         if isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0:
             total += Fraction(eps)
     total += _selection_checks(raw, checks)
+    checks += neighbours_checks(raw)
     led = raw.get("ledger") or {}
     stated = led.get("design_epsilon")
     ok = isinstance(stated, (int, float)) and Fraction(stated) >= total and led.get("record_epsilon") == stated
@@ -104,6 +107,40 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
                              if words == led.get("statement") else "the sentence is not the one the ledger gives"))
     except (PramkitError, KeyError, TypeError, ValueError) as exc:
         checks.append(_check("ledger", False, f"the ledger cannot be regenerated ({exc})"))
+    return checks
+
+
+def neighbours_checks(raw: dict[str, Any]) -> list[Check]:
+    """The neighbour relation a manifest states (``neighbours``), and under add-or-remove neighbours its number
+    of records: the total its noisy tables estimate, rounded (:func:`pramkit.synthesize_pgm.estimated_total`),
+    never a figure of the original.  No check for a manifest without the field (replace-one neighbours).
+
+    Examples
+    --------
+    >>> raw = {"neighbours": "add-remove", "procedure": {"model": "pgm"}, "rows": 101,
+    ...        "measurements": [{"epsilon": 1.0, "noisy": [60, 41], "sensitivity": 1}]}
+    >>> [(c.field, c.passed) for c in neighbours_checks(raw)]
+    [('neighbours', True), ('rows', True)]
+    >>> [(c.field, c.passed) for c in neighbours_checks({**raw, "rows": 120})]
+    [('neighbours', False), ('rows', False)]
+    >>> neighbours_checks({"procedure": {"model": "pgm"}, "rows": 101})
+    []
+    """
+    from pramkit.synthesize_pgm import check_neighbours_field, estimated_total, released_records
+
+    if "neighbours" not in raw:
+        return []
+
+    passed, detail = check_neighbours_field(raw, raw.get("neighbours"))
+    checks = [_check("neighbours", passed, detail)]
+    ms = [m for m in raw.get("measurements") or [] if isinstance(m, dict)]
+    try:
+        rows: int | None = released_records(estimated_total(ms))
+    except (TypeError, ValueError, KeyError):
+        rows = None
+    ok = rows is not None and raw.get("rows") == rows
+    checks.append(_check("rows", ok, f"{rows:,} records: the total the noisy tables estimate, rounded" if ok else
+                         f"stated {raw.get('rows')!r} records, the noisy tables estimate {rows!r}"))
     return checks
 
 
@@ -157,8 +194,11 @@ def regenerated_ledger(raw: dict[str, Any], codes: str | None) -> dict[str, Any]
     missing = [v for v, spec in variables.items() if None in (spec.get("categories") or [])]
     total = record_epsilon([float(m["epsilon"]) for m in [*(raw.get("measurements") or []),
                                                            *(raw.get("selections") or [])]])
+    from pramkit.synthesize_pgm import neighbours_of
+
     return synthesis_ledger(total, float((raw.get("ledger") or {})["record_epsilon_budget"]), sources,
-                            list(raw.get("released_as_they_are") or []), missing=missing, codes=codes)
+                            list(raw.get("released_as_they_are") or []), missing=missing, codes=codes,
+                            neighbours="add-remove" if neighbours_of(raw) == "add-remove" else "replace-one")
 
 
 def release_checks(raw: dict[str, Any], released: str | Path, sep: str = ",", encoding: str = "utf-8",
@@ -213,14 +253,16 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
     from pramkit._json import read_json
     from pramkit.io import read_table, sha256_of
     from pramkit.synthesize import synthesize_release
-    from pramkit.synthesize_pgm import MAX_CELLS
+    from pramkit.synthesize_pgm import MAX_CELLS, NEIGHBOURS, neighbours_of
 
+    neighbours = neighbours_of(raw)  # a relation forged out of the two is checked by its field; made again as one
     orig = read_table(Path(original), na_values=tuple(na_values), sep=sep, encoding=encoding)
     rel = read_table(Path(released), na_values=tuple(na_values), sep=sep, encoding=encoding)
     variables = list(raw.get("variables") or {})
     same = [c for c in rel.columns if c not in variables]
-    equal = len(orig) == len(rel) and all(c in orig.columns and orig[c].astype(str).equals(rel[c].astype(str))
-                                          for c in same)
+    # under add-or-remove neighbours the file has as many records as the tables estimate, and no column as it is
+    counted = len(orig) == len(rel) or (raw.get("neighbours") == "add-remove" and not same)
+    equal = counted and all(c in orig.columns and orig[c].astype(str).equals(rel[c].astype(str)) for c in same)
     checks = [_check("released_as_they_are", equal, f"{', '.join(same)} equal the original's" if equal
                      else "a column said to be released as it is differs from the original")]
     if key is not None:
@@ -237,7 +279,8 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
                                sweeps=int(proc.get("sweeps", 30)), public_bins=int(proc.get("public_bins", 20)),
                                na_values=na_values, sep=sep, encoding=encoding,
                                model=str(proc.get("model", "margins")),
-                               max_cells=int(proc.get("max_cells", MAX_CELLS)))
+                               max_cells=int(proc.get("max_cells", MAX_CELLS)),
+                               neighbours=neighbours if neighbours in NEIGHBOURS else "replace-one")
             digest = sha256_of(out)
             if again is not None:
                 again["synthesis again"] = read_json(out.parent / (out.stem + ".synthesis.json"), "manifest",

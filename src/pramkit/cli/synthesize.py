@@ -66,6 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-cells", type=int, default=None, metavar="CELLS",
                    help="with --model pgm: the most cells of the model, its junction tree's cliques added up "
                         "(default 1000000)")
+    p.add_argument("--neighbours", default="replace-one", choices=("replace-one", "add-remove"),
+                   help="the neighbour relation of the guarantee: replace-one (default; the number of records is "
+                        "public, a table's L1 sensitivity 2) or add-remove (with --model pgm only: sensitivity 1, "
+                        "and the released file has as many records as the noisy tables estimate)")
     p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -116,7 +120,9 @@ def print_summary(result: SynthesisResult) -> None:
     if result.shared_draws:
         print(f"shared draws: {result.shared_draws:,} records take the draw of another record with the same public "
               "values")
-    print(f"central epsilon: {figure(result.record_epsilon)} (pure; the tables' epsilons added, rounded outward)")
+    relation = ", add-or-remove neighbours" if result.neighbours == "add-remove" else ""
+    print(f"central epsilon: {figure(result.record_epsilon)} (pure{relation}; the tables' epsilons added, rounded "
+          "outward)")
     print(result.guarantee)
 
 
@@ -149,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
                                 key=key, categories=cats, forbid=args.forbid, min_count=args.min_count,
                                 manifest_out=args.manifest, force=args.force, na_values=args.na_values,
                                 sep=args.sep, encoding=args.encoding, decimal=args.decimal,
-                                model=args.model, max_cells=MAX_CELLS if args.max_cells is None else args.max_cells)
+                                model=args.model, max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
+                                neighbours=args.neighbours)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.synthesize.result")
     else:

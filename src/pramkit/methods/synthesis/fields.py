@@ -17,6 +17,10 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("format", R, "constant", "the file's kind: 'pramkit.synthesis'"),
     ("version", R, "constant", "the synthesis manifest's format version"),
     ("pramkit_version", *VERSION),
+    ("neighbours", R, "neighbours", "the neighbour relation of the guarantee, written when it is not replace-one "
+                                    "(absent: replace-one, the number of records public): 'add-remove', the model "
+                                    "pgm's, every table at L1 sensitivity 1 and the released records the total the "
+                                    "noisy tables estimate, recomputed"),
     ("variables.*.categories", D, "synthesized again", "a variable's categories: the release made again"),
     ("variables.*.categories_source", R, "category source", "declared or read from the data: a data source "
                                                              "is stated in data_dependent"),
@@ -33,7 +37,8 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
     ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
     ("measurements[*].mechanism", R, "constant", "the DP mechanism: 'geometric' (discrete Laplace)"),
-    ("measurements[*].sensitivity", R, "constant", "the L1 sensitivity of a table: 2"),
+    ("measurements[*].sensitivity", R, "table sensitivity", "the L1 sensitivity of a table: 2, or 1 under the "
+                                                            "add-or-remove neighbours the manifest states"),
     ("measurements[*].axes", R, "tables", "the tables measured: each variable given the public cell, then "
                                            "each pair; with the model pgm, each variable's 1-way table, then the "
                                            "table each selection chose"),
