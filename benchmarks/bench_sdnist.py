@@ -350,10 +350,10 @@ def raw(setup: Setup) -> Release:
     return Release(setup.source, [])
 
 
-def _sdcmicro(setup: Setup, *, structured: bool, diagonal: str | None = None) -> Release:
+def _sdcmicro(setup: Setup, *, structured: bool, diagonal: str | None = None, pd: float = 0.8) -> Release:
     import pramkit
 
-    options = {"pd": 0.8, "alpha": 0.5, "seed": setup.seed, **({"diagonal": diagonal} if diagonal else {})}
+    options = {"pd": pd, "alpha": 0.5, "seed": setup.seed, **({"diagonal": diagonal} if diagonal else {})}
     variables = setup.perturbed
     if not structured:
         m = pramkit.design_release(setup.source, variables, method="invariant", options=options,
@@ -580,7 +580,8 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
     res = pramkit.synthesize_release(setup.source, path, variables=variables, public=public,
                                      epsilon=epsilon, key=setup.key, categories=categories,
                                      forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
-                                     na_values=(), force=True, **({"model": model} if model != "margins" else {}))
+                                     na_values=(), force=True, **({"model": model} if model != "margins" else {}),
+                                     **({"neighbours": neighbours} if neighbours != "replace-one" else {}))
     return Release(path, [], na_values=(), synthesis=res,
                    note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
 
@@ -671,6 +672,58 @@ for _peer_name, _title in PEERS.items():
         configuration(f"{_peer_name}-{_eps}", f"dpmm's {_title} at central epsilon {_eps}, delta {PEER_DELTA:g}, on "
                       "every feature (none released as it is; the codes declared), run in this benchmark beside "
                       f"synth-all-{_eps} (DPMM_PYTHON)")(lambda s, p=_peer_name, e=_eps: _peer(s, p, e))
+
+
+#: The families a configuration name may take any parameter of (``on_demand``): a curve of releases, not a point.
+ON_DEMAND = ("pgm-all-E", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled", "sdcmicro-pram-pdP")
+
+
+def on_demand(name: str) -> bool:
+    """Register ``name`` when it is one of the ``ON_DEMAND`` families at a parameter of its own (epsilon E > 0,
+    sdcMicro's pd P in (0, 1]); False for any other name.  Registered names do not join the default run.
+
+    >>> on_demand("pgm-all-0.25"), on_demand("sdcmicro-pram-pd0.9"), on_demand("dp-0"), on_demand("rr-3")
+    (True, True, False, False)
+    >>> "pgm-all-0.25" in CONFIGS and CONFIGS["sdcmicro-pram-pd0.9"].summary.startswith("invariant PRAM")
+    True
+    >>> for n in ("pgm-all-0.25", "sdcmicro-pram-pd0.9"):
+    ...     del CONFIGS[n]
+    """
+    import re
+
+    if name in CONFIGS:
+        return True
+    match = re.fullmatch(r"(pgm-all|synth-all|mst|aim|dp)-(\d+(?:\.\d+)?)(-resampled)?"
+                         r"|sdcmicro-pram-pd(\d?\.\d+|1)", name)
+    if match is None or (match.group(3) and match.group(1) != "dp"):
+        return False
+    if match.group(4) is not None:
+        pd_ = float(match.group(4))
+        if not 0 < pd_ <= 1:
+            return False
+        configuration(name, f"invariant PRAM as sdcMicro's pram (pd {pd_:g}, alpha 0.5, exact frequencies), every "
+                      "feature but the public ones, 'N' a category")(
+            lambda s: _sdcmicro(s, structured=False, pd=pd_))
+        return True
+    family, eps = match.group(1), float(match.group(2))
+    if not 0 < eps < math.inf:
+        return False
+    if family in PEERS:
+        build: Callable[[Setup], Release] = lambda s: _peer(s, family, eps)  # noqa: E731
+        summary = f"dpmm's {PEERS[family]} at central epsilon {eps:g}, delta {PEER_DELTA:g}, on every feature"
+    elif family == "dp" and match.group(3):
+        build = lambda s: _resampled(s, _dp(s, eps), age_rules_on_ages(s, s.perturbed, na_is_value=False)  # noqa: E731
+                                     + housing_rules(s.perturbed))
+        summary = f"dp-{eps:g}, then `pramkit resample` with the age and housing rules (the same epsilon)"
+    elif family == "dp":
+        build = lambda s: _dp(s, eps)  # noqa: E731
+        summary = f"DP-optimal PRAM at record budget {eps:g}, split equally, 'N' missing (kept as it is)"
+    else:
+        model = "pgm" if family == "pgm-all" else "margins"
+        build = lambda s: _synthesized(s, eps, 2, every=True, model=model)  # noqa: E731
+        summary = f"`pramkit synthesize{' --model pgm' * (model == 'pgm')} --public ''` at central epsilon {eps:g}"
+    configuration(name, summary)(build)
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -1060,6 +1113,7 @@ def run_peers(args: argparse.Namespace, python: str, data_root: Path) -> int:
             setup = prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
                             data_root / "data_dictionary.json")
             for config in peer_configs(args.epsilons, peers=not args.no_peer_runs):
+                on_demand(config)
                 try:
                     row = run_config(config, setup, python=python, data_root=data_root, target=args.target,
                                      out=None if args.out is None else args.out / name, estimator=args.estimator)
@@ -1077,9 +1131,23 @@ def run_peers(args: argparse.Namespace, python: str, data_root: Path) -> int:
     return 0
 
 
+def positive_epsilons(text: str) -> list[float] | None:
+    """``--epsilons``: comma-separated positive finite numbers, or None.
+
+    >>> positive_epsilons("0.25,1,4"), positive_epsilons("1,0"), positive_epsilons("x"), positive_epsilons("")
+    ([0.25, 1.0, 4.0], None, None, None)
+    """
+    try:
+        values = [float(e) for e in text.split(",") if e]
+    except ValueError:
+        return None
+    return values if values and all(0 < e < math.inf for e in values) else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated configurations (--list)")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated configurations (--list), or "
+                    f"one of {', '.join(ON_DEMAND)} at any epsilon E or pd P (e.g. pgm-all-0.5)")
     ap.add_argument("--list", action="store_true", help="print the configurations and exit")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--features", default=",".join(FEATURES))
@@ -1097,21 +1165,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-peer-runs", action="store_true",
                     help="with --peers: run pramkit's rows only (the peers take minutes a release)")
     ap.add_argument("--epsilons", default=",".join(map(str, PEER_EPSILONS)),
-                    help="with --peers: the central epsilons (some of %(default)s)")
+                    help="with --peers: the central epsilons (default %(default)s; any positive number)")
     args = ap.parse_args(argv)
-    try:
-        args.epsilons = [float(e) for e in args.epsilons.split(",") if e]
-    except ValueError:
-        args.epsilons = [-1.0]
-    if not set(args.epsilons) <= set(PEER_EPSILONS):
-        print(f"--epsilons takes some of {', '.join(map(str, PEER_EPSILONS))}", file=sys.stderr)
+    args.epsilons = positive_epsilons(args.epsilons)
+    if args.epsilons is None:
+        print(f"--epsilons takes positive numbers (default {', '.join(map(str, PEER_EPSILONS))})", file=sys.stderr)
         return 2
     if args.list:
         for name, c in CONFIGS.items():
             print(f"{name:24} {c.summary}")
         return 0
     names = [n for n in args.configs.split(",") if n]
-    unknown = [n for n in names if n not in CONFIGS]
+    unknown = [n for n in names if not on_demand(n)]
     if unknown:
         print(f"unknown configuration(s) {', '.join(unknown)}; --list shows them", file=sys.stderr)
         return 2
