@@ -577,10 +577,17 @@ SHAPES: dict[Any, Printed] = {
                                   "released cells to enumerate.",
             "expected_over_draws": "The expectation of expected_correct over those releases; equal to "
                                    "correct_over_draws when the prior is the original's own table.",
-            "unsupported": "Records whose known values the prior gives probability 0 (a flat prior used)."},
-        order=("target", "known", "prior", "records", "left_out", "epsilon", "expected_correct", "share",
-               "baseline_expected", "baseline_share", "advantage", "realised_correct", "realised_share",
-               "baseline_realised", "correct_over_draws", "expected_over_draws", "unsupported")),
+            "unsupported": "Records whose known values the prior gives probability 0 (a flat prior used), or "
+                           "whose released cells it does (the likelihood alone), and the impossible ones.",
+            "impossible": "Records whose released cells the matrices give probability 0 from every true value "
+                          "with their known values (another file, other records): scored by the prior alone.",
+            "epsilon_given_structure": "When a variable holding the target shows structure exactly (strata, "
+                                       "kept codes): its epsilon among records that agree on it, which bounds "
+                                       "the posterior odds where epsilon is infinite; null otherwise."},
+        order=("target", "known", "prior", "records", "left_out", "epsilon", "epsilon_given_structure",
+               "expected_correct", "share", "baseline_expected", "baseline_share", "advantage", "realised_correct",
+               "realised_share", "baseline_realised", "correct_over_draws", "expected_over_draws", "unsupported",
+               "impossible")),
     LinkageResult: Printed(
         type=LinkageResult, leave_out=("dcr", "dcr_sample", "dcr_holdout", "in_holdout", "unique_known",
                                        "unique_record", "agreeing_on_known"),

@@ -171,9 +171,7 @@ class BayesCeiling:
         n = self.records
         return {
             "target": list(self.target), "known": list(self.known), "prior": self.prior, "records": n,
-            "left_out": self.left_out, "epsilon": self.epsilon,
-            **({} if self.epsilon_given_structure is None else
-               {"epsilon_given_structure": self.epsilon_given_structure}),
+            "left_out": self.left_out, "epsilon": self.epsilon, "epsilon_given_structure": self.epsilon_given_structure,
             "expected_correct": self.expected_correct, "share": self.share,
             "baseline_expected": self.baseline_expected, "baseline_share": self.baseline_share,
             "advantage": self.advantage,
@@ -183,6 +181,7 @@ class BayesCeiling:
             "correct_over_draws": self.correct_over_draws,
             "expected_over_draws": self.expected_over_draws,
             "unsupported": self.unsupported,
+            "impossible": self.impossible,
         }
 
 
