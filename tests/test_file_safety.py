@@ -721,11 +721,11 @@ def earlier_spark_release(made: Path, folder: Path) -> Path:
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["new", "force-over-good"])
-def test_spark_output_on_a_full_disk(files, spark, made_spark_release, capsys, monkeypatch, existing: bool) -> None:
+def test_spark_output_on_a_full_disk(files, spark, request, capsys, monkeypatch, existing: bool) -> None:
     d = files["dir"]
     out = d / "spark.parquet"
-    if existing:
-        earlier_spark_release(made_spark_release, d)
+    if existing:  # the earlier release is made (once for the module) only where it is needed
+        earlier_spark_release(request.getfixturevalue("made_spark_release"), d)
         assert check_release(out, files["manifest"]) is None  # a good release with its receipt
     before = digests(d)
     monkeypatch.setattr(atomic, "_fsync", enospc)
