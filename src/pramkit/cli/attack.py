@@ -139,8 +139,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(result: AttackResult, per_record: Path | None = None) -> None:
-    from pramkit.risk.attack_words import attack_sentences
     from pramkit.ledger import GIVEN_STRUCTURE
+    from pramkit.risk.attack_words import attack_sentences
 
     rec = result.reconstruction
     features = len(rec.features)
