@@ -565,10 +565,11 @@ _register_post_processed()
 
 
 def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False, model: str = "margins",
-                 neighbours: str = "replace-one") -> Release:
+                 neighbours: str = "replace-one", rounds_per_variable: int | None = None) -> Release:
     """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
     ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
-    feature's codes its declared range."""
+    feature's codes its declared range; ``rounds_per_variable``: the model pgm's ``--rounds`` over the number
+    of variables."""
     import pramkit
 
     variables = list(setup.features) if every else setup.perturbed
@@ -581,7 +582,9 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
                                      epsilon=epsilon, key=setup.key, categories=categories,
                                      forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
                                      na_values=(), force=True, **({"model": model} if model != "margins" else {}),
-                                     **({"neighbours": neighbours} if neighbours != "replace-one" else {}))
+                                     **({"neighbours": neighbours} if neighbours != "replace-one" else {}),
+                                     **({"rounds": rounds_per_variable * len(variables)}
+                                        if rounds_per_variable else {}))
     return Release(path, [], na_values=(), synthesis=res,
                    note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
 
@@ -612,6 +615,14 @@ for _eps in (1, 2, 5, 10):
                   "peers' relation): pure epsilon-DP, delta 0, every table at L1 sensitivity 1, the number of records "
                   "estimated from the noisy tables")(
         lambda s, e=_eps: _synthesized(s, e, 2, every=True, model="pgm", neighbours="add-remove"))
+#: The model pgm's tuned rounds: AIM's T = 16 rounds per variable (``--rounds 16 d``) in place of the default 4.
+TUNED_ROUNDS_PER_VARIABLE = 16
+for _eps in (1, 2, 5, 10):
+    configuration(f"pgm-tuned-{_eps}", f"pgm-all-{_eps} with AIM's {TUNED_ROUNDS_PER_VARIABLE} rounds per variable "
+                  f"(`--rounds {TUNED_ROUNDS_PER_VARIABLE} d`, d the number of features): more tables chosen, each "
+                  "measured with more noise")(
+        lambda s, e=_eps: _synthesized(s, e, 2, every=True, model="pgm",
+                                       rounds_per_variable=TUNED_ROUNDS_PER_VARIABLE))
 
 
 #: The peers: dpmm's MST and AIM synthesizers (McKenna et al.'s, as SmartNoise's MST and AIM), run by

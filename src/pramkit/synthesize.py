@@ -66,7 +66,7 @@ from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
-from pramkit.synthesize_pgm import MAX_CELLS, check_neighbours, check_pgm_settings, import_mbi
+from pramkit.synthesize_pgm import MAX_CELLS, check_neighbours, check_pgm_settings, check_rounds, import_mbi
 
 #: The manifest's ``format`` and its version.
 FORMAT = "pramkit.synthesis"
@@ -219,6 +219,7 @@ def synthesize_release(
     model: str = "margins",
     max_cells: int = MAX_CELLS,
     neighbours: str = "replace-one",
+    rounds: int | None = None,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
     a model measured with DP (module docstring): a central ``epsilon`` for the whole release.
@@ -273,6 +274,11 @@ def synthesize_release(
         synthesized): each table has L1 sensitivity 1 and the number of records is not public: the released
         file has as many records as the noisy tables estimate (:mod:`pramkit.synthesize_pgm`); the manifest
         states ``"neighbours": "add-remove"`` and the guarantee sentence says so.
+    rounds : int, optional
+        With ``model="pgm"``: the nominal rounds ``T``, from the number of variables to 10 000 (default 4 per
+        variable; AIM's is 16 per variable): each round's epsilon is the budget over ``T`` until the
+        annealing doubles it, so more rounds measure more tables, each with more noise.  The manifest's
+        ``procedure.rounds`` states it.
 
     Returns
     -------
@@ -307,6 +313,7 @@ def synthesize_release(
                              sep=sep, encoding=encoding)
     model = check_pgm_settings(model, max_cells)
     neighbours = check_neighbours(neighbours, model)
+    rounds = check_rounds(rounds, len(variables), model)
     if model == "pgm" and public_cols:
         raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
                              f"{', '.join(public_cols)}), or use the model margins")
@@ -325,7 +332,7 @@ def synthesize_release(
     cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal if src is not None else CSV_DECIMAL)
     if model == "pgm":
         drawn, measurements, selections, shared, rounds = _draw_pgm(codes, variables, cats, rules, epsilon, sk,
-                                                                    min_count, max_cells, neighbours)
+                                                                    min_count, max_cells, neighbours, rounds)
         procedure: dict[str, Any] = {"model": "pgm", "max_cells": max_cells, "rounds": rounds,
                                      "min_count": min_count}
     else:
@@ -423,23 +430,26 @@ def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell
 
 
 def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
-              epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one"
-              ) -> tuple[np.ndarray, list[Measurement], list[Any], int, int]:
+              epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
+              rounds: int | None = None) -> tuple[np.ndarray, list[Measurement], list[Any], int, int]:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
-    2."""
-    from pramkit.synthesize_pgm import fit_and_draw
+    2.  ``rounds``: the nominal rounds (``None``: the default, which the draws' key does not name)."""
+    from pramkit.synthesize_pgm import ROUNDS_PER_VARIABLE, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
     if holes:
         raise DataError(f"the model pgm draws no missing value, and {holes[0]} has missing values: declare them "
                         "as a category (na_values) or use the model margins")
+    if rounds == ROUNDS_PER_VARIABLE * len(variables):
+        rounds = None  # the default asked for by its number: the same release
     settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count,
-                           *([neighbours] if neighbours != "replace-one" else [])]).encode()
+                           *([neighbours] if neighbours != "replace-one" else []),
+                           *([{"rounds": rounds}] if rounds is not None else [])]).encode()
     draw_key = sk.for_data("synthesize-pgm", np.ascontiguousarray(codes, dtype="<i8").tobytes(), settings)
     fit = fit_and_draw(codes, variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
-                       max_cells=max_cells, neighbours=neighbours)
+                       max_cells=max_cells, neighbours=neighbours, rounds=rounds)
     drawn, shared = fit.drawn, 0
     if min_count == 2:  # the records drawn: under add-or-remove neighbours, not the original's number
         drawn, shared = _share_draws(drawn, np.zeros(len(drawn), dtype=np.int64),

@@ -8,7 +8,8 @@ and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's
    weighted ``w_r = sum over workload marginals s of |r & s|`` (AIM, section 4).
 2. **Start.**  Each 1-way table is measured (discrete Laplace noise, L1 sensitivity 2 under replace-one
    neighbours, :func:`pramkit.privacy.geometric.dp_counts`) at ``alpha = 0.9`` of a round's epsilon
-   ``epsilon / T``, ``T = ROUNDS_PER_VARIABLE`` times the number of variables.
+   ``epsilon / T``, ``T`` the nominal rounds (``rounds``; by default ``ROUNDS_PER_VARIABLE`` times the number
+   of variables).
 3. **Rounds.**  Each round chooses one candidate by the exponential mechanism (McSherry and Talwar 2007)
    at ``(1 - alpha)`` of the round's epsilon, its quality ``q_r = w_r (|M_r(D) - M_r(p)|_1 - b n_r)``
    (``p`` the current model, ``b`` the expected absolute noise of a measurement this round, ``n_r`` the
@@ -89,6 +90,8 @@ MAX_CELLS = 1_000_000
 MIN_CELLS, MOST_CELLS = 1_000, 100_000_000
 #: The nominal rounds per synthesized variable (AIM's T = 16 d is for zCDP; pure DP composes linearly).
 ROUNDS_PER_VARIABLE = 4
+#: The most nominal rounds ``T`` a release may ask for (``rounds``; AIM's T = 16 d is 960 at 60 variables).
+MOST_ROUNDS = 10_000
 #: The share of a round's epsilon spent on its measurement (the rest on its selection).
 ALPHA = Fraction(9, 10)
 #: A 1-way table's share of a round's measurement epsilon.
@@ -184,6 +187,35 @@ def check_pgm_settings(model: Any, max_cells: Any) -> str:
             not MIN_CELLS <= max_cells <= MOST_CELLS:
         raise ParameterError(f"max_cells must be an integer from {MIN_CELLS} to {MOST_CELLS}, got {max_cells!r}")
     return str(model)
+
+
+def check_rounds(rounds: Any, variables: int, model: Any = "pgm") -> int | None:
+    """Check the nominal number of rounds ``T`` before any data is read: ``None`` (the default,
+    :data:`ROUNDS_PER_VARIABLE` per variable) or an integer from the number of synthesized variables to
+    :data:`MOST_ROUNDS`, with the model pgm only.
+
+    Examples
+    --------
+    >>> check_rounds(160, 10), check_rounds(None, 10)
+    (160, None)
+    >>> check_rounds(5, 10)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: rounds must be an integer from 10 (the synthesized variables) to 10000, got 5
+    >>> check_rounds(40, 10, "margins")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: rounds needs the model pgm (the model margins chooses no tables)
+    """
+    if rounds is None:
+        return None
+    if model != "pgm":
+        raise ParameterError(f"rounds needs the model pgm (the model {model} chooses no tables)")
+    low = max(1, int(variables))
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or not low <= rounds <= MOST_ROUNDS:
+        raise ParameterError(f"rounds must be an integer from {low} (the synthesized variables) to {MOST_ROUNDS}, "
+                             f"got {rounds!r}")
+    return int(rounds)
 
 
 def check_neighbours(neighbours: Any, model: Any = "pgm") -> str:
@@ -485,7 +517,9 @@ def _select(scores: np.ndarray, eps: float, sensitivity: float, key: SecretKey, 
 
 def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str, Sequence[Any]], *,
                  epsilon: float, key: SecretKey, draw_key: SecretKey, rules: Any = None,
-                 max_cells: int = MAX_CELLS, neighbours: str = "replace-one") -> PgmFit:
+                 max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
+                 rounds: int | None = None, round_iters: int = ROUND_ITERS, final_iters: int = FINAL_ITERS,
+                 anneal: float = 1.0) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -508,6 +542,14 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     neighbours : {"replace-one", "add-remove"}
         The neighbour relation (module docstring): under ``"add-remove"`` every table has L1 sensitivity 1, the
         selections' sensitivity is the largest weight, and the number of records is estimated, never read.
+    rounds : int, optional
+        The nominal rounds ``T`` (default :data:`ROUNDS_PER_VARIABLE` times the number of variables): each
+        round's epsilon is the budget over ``T`` until the annealing doubles it (:func:`check_rounds`).
+    round_iters, final_iters : int
+        Mirror-descent iterations of each round's fit (warm-started) and of the last one.
+    anneal : float
+        The round's epsilon doubles when the fit moved the chosen marginal by at most ``anneal`` times the
+        measurement's expected noise (1: AIM's rule; 0: only when it did not move at all).
 
     Returns
     -------
@@ -538,7 +580,9 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     masks = rule_masks(rules, names, cats, max_cells)
     data = _Data(codes, names, sizes)
     n = len(codes) if neighbours == "replace-one" else None  # add-or-remove: the total is estimated
-    rounds = ROUNDS_PER_VARIABLE * len(names)
+    rounds = check_rounds(rounds, len(names))
+    if rounds is None:
+        rounds = ROUNDS_PER_VARIABLE * len(names)
     budget = _Budget(epsilon, rounds, len(names))
     with _quiet_jax():
         domain = mbi.Domain(names, sizes)
@@ -550,8 +594,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         state = _Rounds(mbi, domain, data, cats, key, constraints, masks, n)
         for v in names:
             state.add(_measure(data, (v,), budget.spend(budget.first), key, cats, state.sensitivity))
-        state.fit(ROUND_ITERS)
-        _rounds(state, budget, max_cells, base)
+        state.fit(round_iters)
+        _rounds(state, budget, max_cells, base, iters=(round_iters, final_iters), anneal=anneal)
         eps_all = [m.epsilon for m in state.measurements] + [s.epsilon for s in state.selections]
         if record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
@@ -566,8 +610,11 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                   [tuple(c) for c in state.measured], rounds, None if n is not None else state.total())
 
 
-def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int) -> None:
-    """AIM's rounds (module docstring, step 3): select, measure, fit, anneal, until the budget is spent."""
+def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
+            iters: tuple[int, int] = (ROUND_ITERS, FINAL_ITERS), anneal: float = 1.0) -> None:
+    """AIM's rounds (module docstring, step 3): select, measure, fit, anneal, until the budget is spent;
+    ``iters``: the mirror-descent iterations of a round's fit and of the last one; ``anneal``: the share of the
+    expected noise under which the chosen marginal's move doubles the round's epsilon."""
     data, key = state.data, state.key
     cands, weights = workload(data.names)
     t = 0
@@ -586,10 +633,10 @@ def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int) -> None:
         state.selections.append(Selection(t, budget.spend(eps_s), sens, len(allowed), r))
         before = state.model_marginal(r)
         state.add(_measure(data, r, budget.spend(eps_m), key, state.cats, state.sensitivity))
-        state.fit(FINAL_ITERS if last else ROUND_ITERS)
+        state.fit(iters[1] if last else iters[0])
         if last:
             break
-        if np.abs(state.model_marginal(r) - before).sum() <= noise * math.prod(data.shape(r)):
+        if np.abs(state.model_marginal(r) - before).sum() <= anneal * noise * math.prod(data.shape(r)):
             budget.round = _down(Fraction(budget.round) * 2)
         t += 1
 

@@ -280,6 +280,7 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
                                na_values=na_values, sep=sep, encoding=encoding,
                                model=str(proc.get("model", "margins")),
                                max_cells=int(proc.get("max_cells", MAX_CELLS)),
+                               rounds=int(proc["rounds"]) if proc.get("model") == "pgm" and "rounds" in proc else None,
                                neighbours=neighbours if neighbours in NEIGHBOURS else "replace-one")
             digest = sha256_of(out)
             if again is not None:

@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-cells", type=int, default=None, metavar="CELLS",
                    help="with --model pgm: the most cells of the model, its junction tree's cliques added up "
                         "(default 1000000)")
+    p.add_argument("--rounds", type=int, default=None, metavar="T",
+                   help="with --model pgm: the nominal rounds, each the budget over T until the annealing doubles "
+                        "it (default 4 per variable; AIM's 16 per variable measures more tables, each noisier)")
     p.add_argument("--neighbours", default="replace-one", choices=("replace-one", "add-remove"),
                    help="the neighbour relation of the guarantee: replace-one (default; the number of records is "
                         "public, a table's L1 sensitivity 2) or add-remove (with --model pgm only: sensitivity 1, "
@@ -156,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                                 manifest_out=args.manifest, force=args.force, na_values=args.na_values,
                                 sep=args.sep, encoding=args.encoding, decimal=args.decimal,
                                 model=args.model, max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
-                                neighbours=args.neighbours)
+                                neighbours=args.neighbours, rounds=args.rounds)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.synthesize.result")
     else:
