@@ -565,11 +565,12 @@ _register_post_processed()
 
 
 def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False, model: str = "margins",
-                 neighbours: str = "replace-one", rounds_per_variable: int | None = None) -> Release:
+                 neighbours: str = "replace-one", rounds_per_variable: int | None = None,
+                 delta: float | None = None) -> Release:
     """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
     ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
     feature's codes its declared range; ``rounds_per_variable``: the model pgm's ``--rounds`` over the number
-    of variables."""
+    of variables; ``delta``: the model pgm's ``--delta`` (an (epsilon, delta) guarantee accounted in zCDP)."""
     import pramkit
 
     variables = list(setup.features) if every else setup.perturbed
@@ -584,7 +585,8 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
                                      na_values=(), force=True, **({"model": model} if model != "margins" else {}),
                                      **({"neighbours": neighbours} if neighbours != "replace-one" else {}),
                                      **({"rounds": rounds_per_variable * len(variables)}
-                                        if rounds_per_variable else {}))
+                                        if rounds_per_variable else {}),
+                                     **({"delta": delta} if delta is not None else {}))
     return Release(path, [], na_values=(), synthesis=res,
                    note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
 
@@ -686,7 +688,7 @@ for _peer_name, _title in PEERS.items():
 
 
 #: The families a configuration name may take any parameter of (``on_demand``): a curve of releases, not a point.
-ON_DEMAND = ("pgm-all-E", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled", "sdcmicro-pram-pdP")
+ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled", "sdcmicro-pram-pdP")
 
 
 def on_demand(name: str) -> bool:
@@ -704,7 +706,7 @@ def on_demand(name: str) -> bool:
 
     if name in CONFIGS:
         return True
-    match = re.fullmatch(r"(pgm-all|synth-all|mst|aim|dp)-(\d+(?:\.\d+)?)(-resampled)?"
+    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp)-(\d+(?:\.\d+)?)(-resampled)?"
                          r"|sdcmicro-pram-pd(\d?\.\d+|1)", name)
     if match is None or (match.group(3) and match.group(1) != "dp"):
         return False
@@ -729,6 +731,11 @@ def on_demand(name: str) -> bool:
     elif family == "dp":
         build = lambda s: _dp(s, eps)  # noqa: E731
         summary = f"DP-optimal PRAM at record budget {eps:g}, split equally, 'N' missing (kept as it is)"
+    elif family == "pgm-zcdp":
+        build = lambda s: _synthesized(s, eps, 2, every=True, model="pgm", neighbours="add-remove",  # noqa: E731
+                                       delta=PEER_DELTA)
+        summary = (f"`pramkit synthesize --model pgm --public '' --neighbours add-remove --delta {PEER_DELTA:g}` at "
+                   f"central epsilon {eps:g}: the peers' guarantee, (epsilon, delta) by zCDP under add-or-remove")
     else:
         model = "pgm" if family == "pgm-all" else "margins"
         build = lambda s: _synthesized(s, eps, 2, every=True, model=model)  # noqa: E731
@@ -750,7 +757,9 @@ def stated(release: Release) -> tuple[str, str]:
         res = release.synthesis
         chosen = f", {len(res.selections)} chosen" if getattr(res, "selections", None) else ""
         relation = ", add-remove" if getattr(res, "neighbours", "replace-one") == "add-remove" else ""
-        return "-", f"{fmt_epsilon(res.record_epsilon)} (pure{relation}; {len(res.measurements)} DP tables{chosen})"
+        delta = res.manifest.get("ledger", {}).get("delta")
+        kind = "pure" if delta is None else f"delta {delta:g}, zCDP"
+        return "-", f"{fmt_epsilon(res.record_epsilon)} ({kind}{relation}; {len(res.measurements)} DP tables{chosen})"
     if release.central is not None:
         return "-", release.central
     if not release.steps:

@@ -66,7 +66,14 @@ from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
-from pramkit.synthesize_pgm import MAX_CELLS, check_neighbours, check_pgm_settings, check_rounds, import_mbi
+from pramkit.synthesize_pgm import (
+    MAX_CELLS,
+    check_delta,
+    check_neighbours,
+    check_pgm_settings,
+    check_rounds,
+    import_mbi,
+)
 
 #: The manifest's ``format`` and its version.
 FORMAT = "pramkit.synthesis"
@@ -122,17 +129,29 @@ class Measurement:
     epsilon: float
     noisy: np.ndarray
     sensitivity: int = 2
+    sigma2: float | None = None
 
     @property
     def cells(self) -> int:
         """The number of cells."""
         return int(np.prod(self.shape))
 
+    @property
+    def rho(self) -> float | None:
+        """A discrete Gaussian table's zCDP, ``sensitivity / (2 sigma2)`` rounded up; None for discrete Laplace."""
+        from pramkit.synthesize_pgm import table_rho
+
+        return None if self.sigma2 is None else table_rho(self.sensitivity, self.sigma2)
+
     def to_dict(self) -> dict[str, Any]:
-        """The measurement as JSON (``mechanism``, ``axes``, ``epsilon``, ``sensitivity``, ``noisy``)."""
+        """The measurement as JSON (``mechanism``, ``axes``, ``epsilon``, ``sensitivity``, ``noisy``; a discrete
+        Gaussian table states ``sigma2`` and ``rho`` in place of ``epsilon``)."""
+        noisy = np.asarray(self.noisy).reshape(self.shape).tolist()
+        if self.sigma2 is not None:
+            return {"mechanism": "discrete_gaussian", "axes": list(self.axes), "sigma2": self.sigma2,
+                    "rho": self.rho, "sensitivity": self.sensitivity, "noisy": noisy}
         return {"mechanism": "geometric", "axes": list(self.axes), "epsilon": self.epsilon,
-                "sensitivity": self.sensitivity,
-                "noisy": np.asarray(self.noisy).reshape(self.shape).tolist()}
+                "sensitivity": self.sensitivity, "noisy": noisy}
 
 
 @dataclass
@@ -220,6 +239,7 @@ def synthesize_release(
     max_cells: int = MAX_CELLS,
     neighbours: str = "replace-one",
     rounds: int | None = None,
+    delta: float | None = None,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
     a model measured with DP (module docstring): a central ``epsilon`` for the whole release.
@@ -279,6 +299,11 @@ def synthesize_release(
         variable; AIM's is 16 per variable): each round's epsilon is the budget over ``T`` until the
         annealing doubles it, so more rounds measure more tables, each with more noise.  The manifest's
         ``procedure.rounds`` states it.
+    delta : float, optional
+        With ``model="pgm"``: an (``epsilon``, ``delta``)-DP guarantee accounted in zero-concentrated DP, as AIM
+        states its own (:func:`pramkit.synthesize_pgm.fit_and_draw`): discrete Gaussian tables, the budget the
+        largest rho that implies (``epsilon``, ``delta``)-DP; the ledger states ``delta``, ``rho``,
+        ``rho_budget`` and the conversion's ``alpha``.  ``None`` (default): pure ``epsilon``-DP.
 
     Returns
     -------
@@ -314,6 +339,7 @@ def synthesize_release(
     model = check_pgm_settings(model, max_cells)
     neighbours = check_neighbours(neighbours, model)
     rounds = check_rounds(rounds, len(variables), model)
+    delta = check_delta(delta, model)
     if model == "pgm" and public_cols:
         raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
                              f"{', '.join(public_cols)}), or use the model margins")
@@ -331,23 +357,23 @@ def synthesize_release(
     codes = _encode(frame, variables, cats)
     cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal if src is not None else CSV_DECIMAL)
     if model == "pgm":
-        drawn, measurements, selections, shared, rounds = _draw_pgm(codes, variables, cats, rules, epsilon, sk,
-                                                                    min_count, max_cells, neighbours, rounds)
+        drawn, measurements, selections, shared, rounds, zcdp = _draw_pgm(
+            codes, variables, cats, rules, epsilon, sk, min_count, max_cells, neighbours, rounds, delta)
         procedure: dict[str, Any] = {"model": "pgm", "max_cells": max_cells, "rounds": rounds,
-                                     "min_count": min_count}
+                                     "min_count": min_count, **({"delta": delta} if delta is not None else {})}
     else:
         drawn, measurements, shared = _draw_margins(frame, codes, cell, cell_labels, variables, public_cols, cats,
                                                     rules, epsilon, sk, pool, sweeps, min_count, public_bins)
-        selections = []
+        selections, zcdp = [], None
         procedure = {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins}
     released, kept = _released_frame(frame, kept, drawn, variables, cats, copy=src is None, neighbours=neighbours)
     if rules is not None and rules.breaking(released, list(released.columns)).any():
         raise DataError("the released records break an edit rule the pool should have kept: report this")
-    eps_total = record_epsilon([m.epsilon for m in measurements] + [x.epsilon for x in selections])
+    eps_total = _design_epsilon(measurements, selections, float(epsilon), zcdp)
     as_they_are = [str(c) for c in released.columns if c not in variables]
     ledger_dict = synthesis_ledger(eps_total, float(epsilon), sources, as_they_are,
                                    missing=[v for v in variables if None in cats[v]], codes=_code_words(src),
-                                   neighbours=neighbours)
+                                   neighbours=neighbours, zcdp=zcdp)
     guarantee = ledger_dict["statement"]
     manifest = {
         "format": FORMAT, "version": FORMAT_VERSION,
@@ -371,6 +397,15 @@ def synthesize_release(
                                                   sep, encoding, kept=(kept, meta, variables))
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _design_epsilon(measurements: Sequence[Measurement], selections: Sequence[Any], budget: float,
+                    zcdp: Mapping[str, float] | None) -> float:
+    """The ledger's design epsilon: the tables' and selections' epsilons added, rounded outward (pure), or the
+    budget's epsilon of an (epsilon, delta) release accounted in zCDP (its rho within the budget's)."""
+    if zcdp is not None:
+        return budget
+    return record_epsilon([m.epsilon for m in measurements] + [x.epsilon for x in selections])
 
 
 def _check_every_column_drawn(frame: pd.DataFrame, variables: Sequence[str], neighbours: str) -> None:
@@ -431,11 +466,13 @@ def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell
 
 def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
-              rounds: int | None = None) -> tuple[np.ndarray, list[Measurement], list[Any], int, int]:
+              rounds: int | None = None, delta: float | None = None
+              ) -> tuple[np.ndarray, list[Measurement], list[Any], int, int, dict[str, float] | None]:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
-    2.  ``rounds``: the nominal rounds (``None``: the default, which the draws' key does not name)."""
+    2.  ``rounds``: the nominal rounds (``None``: the default, which the draws' key does not name).  Under zCDP
+    (``delta``), also the accounting's figures for the ledger (:func:`zcdp_figures`; else None)."""
     from pramkit.synthesize_pgm import ROUNDS_PER_VARIABLE, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
@@ -446,16 +483,46 @@ def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, lis
         rounds = None  # the default asked for by its number: the same release
     settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count,
                            *([neighbours] if neighbours != "replace-one" else []),
-                           *([{"rounds": rounds}] if rounds is not None else [])]).encode()
+                           *([{"rounds": rounds}] if rounds is not None else []),
+                           *([{"delta": delta}] if delta is not None else [])]).encode()
     draw_key = sk.for_data("synthesize-pgm", np.ascontiguousarray(codes, dtype="<i8").tobytes(), settings)
     fit = fit_and_draw(codes, variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
-                       max_cells=max_cells, neighbours=neighbours, rounds=rounds)
+                       max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta)
     drawn, shared = fit.drawn, 0
     if min_count == 2:  # the records drawn: under add-or-remove neighbours, not the original's number
         drawn, shared = _share_draws(drawn, np.zeros(len(drawn), dtype=np.int64),
                                      uniforms(draw_key, "@pairs", 0, len(drawn)))
-    measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity) for t in fit.measurements]
-    return drawn, measurements, fit.selections, shared, fit.rounds
+    measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
+                    for t in fit.measurements]
+    zcdp = None if delta is None else zcdp_figures(float(epsilon), delta, [m.to_dict() for m in measurements],
+                                                   [x.to_dict() for x in fit.selections])
+    return drawn, measurements, fit.selections, shared, fit.rounds, zcdp
+
+
+def zcdp_figures(epsilon: float, delta: float, measurements: Sequence[Mapping[str, Any]],
+                 selections: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The ledger's figures of an (``epsilon``, ``delta``) release accounted in zCDP, from its published tables
+    and selections alone: ``rho``, their exact zCDP added up (each table's ``sensitivity / (2 sigma2)``, each
+    selection's ``epsilon^2 / 8``) rounded up; ``rho_budget``, the largest rho whose zCDP implies (``epsilon``,
+    ``delta``)-DP; ``alpha``, the order at which the conversion gives it
+    (:func:`pramkit.privacy.zcdp.delta_at`).
+
+    Examples
+    --------
+    >>> f = zcdp_figures(1.0, 1e-5, [{"sigma2": 100.0, "sensitivity": 1}], [{"epsilon": 0.2}])
+    >>> round(f["rho"], 6), f["rho"] <= f["rho_budget"], f["delta"]    # 1 / 200 + 0.2^2 / 8, rounded up
+    (0.01, True, 1e-05)
+    """
+    from fractions import Fraction
+
+    from pramkit.privacy.zcdp import best_alpha, rho_for
+    from pramkit.synthesize_pgm import _up
+
+    spent = sum((Fraction(int(m["sensitivity"])) / (2 * Fraction(float(m["sigma2"]))) for m in measurements),
+                Fraction(0))
+    spent += sum((Fraction(float(x["epsilon"])) ** 2 / 8 for x in selections), Fraction(0))
+    budget = rho_for(epsilon, delta)
+    return {"delta": float(delta), "rho": _up(spent), "rho_budget": budget, "alpha": best_alpha(budget, epsilon)}
 
 
 #: The guarantee sentence's words for the change between neighbours, as the ledger writes them (replace-one) and
@@ -467,13 +534,14 @@ ADD_REMOVE_WORDS = ("adding or removing one person's record (add-or-remove neigh
 
 def synthesis_ledger(eps_total: float, budget: float, sources: Mapping[str, CategorySource],
                      as_they_are: Sequence[str], *, missing: Sequence[str] = (), codes: str | None = None,
-                     neighbours: str = "replace-one") -> dict[str, Any]:
+                     neighbours: str = "replace-one", zcdp: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The ledger of a synthesized release: the tables' epsilon (``eps_total``) within ``budget``, the
     variables' category ``sources`` (a data source stated as such) and the guarantee sentence, which names
     the columns released ``as_they_are`` and what is released exactly: which values of the variables
     ``missing`` are missing (kept missing, none made), and which missing ``codes`` they hold (in words: a
     Stata, SPSS or SAS file's codes, :func:`pramkit.io_stat.missing_code_words`).  Under ``neighbours``
-    ``"add-remove"`` the sentence bounds what adding or removing one record changes.
+    ``"add-remove"`` the sentence bounds what adding or removing one record changes.  ``zcdp``: the figures of an
+    (epsilon, delta) release accounted in zCDP (:func:`zcdp_figures`), stated in the ledger and the sentence.
 
     Examples
     --------
@@ -498,7 +566,31 @@ def synthesis_ledger(eps_total: float, budget: float, sources: Mapping[str, Cate
         if not said:  # pragma: no cover - the ledger's sentence always says it
             raise DataError("the guarantee sentence does not name the change between neighbours: report this")
         statement = statement.replace(said[0][0], said[0][1], 1)
-    return {**ledger.to_dict(zeros, facts=facts), "statement": statement}
+    if zcdp is not None:
+        statement = zcdp_statement(statement, zcdp)
+    return {**ledger.to_dict(zeros, facts=facts), **(dict(zcdp) if zcdp is not None else {}), "statement": statement}
+
+
+def zcdp_statement(statement: str, zcdp: Mapping[str, float]) -> str:
+    """The ledger's sentence for an (epsilon, delta) release accounted in zCDP: the factor bound gains its additive
+    delta, and a sentence says where the pair comes from.
+
+    Examples
+    --------
+    >>> zcdp_statement("... by a factor of at most e^1 = 2.718; this record epsilon of 1 covers it.",
+    ...                {"delta": 1e-5, "rho": 0.03, "rho_budget": 0.0305, "alpha": 20.5})[:78]
+    '... by a factor of at most e^1 = 2.718, up to an additive delta of 1e-05; this'
+    """
+    import re
+
+    bound = re.search(r"by a factor of at most e\^[^;,]+", statement)
+    if bound is None:  # pragma: no cover - the ledger's sentence always states its factor
+        raise DataError("the guarantee sentence does not state its factor: report this")
+    statement = statement[:bound.end()] + f", up to an additive delta of {zcdp['delta']:g}" + statement[bound.end():]
+    return (statement + f" The tables carry discrete Gaussian noise and each choice of a table is made by the "
+            f"exponential mechanism, accounted in zero-concentrated DP: rho {zcdp['rho']:.6g} spent of the "
+            f"{zcdp['rho_budget']:.6g} that implies this (epsilon, delta) at order alpha {zcdp['alpha']:.6g} "
+            "(Canonne, Kamath and Steinke 2020).")
 
 
 def _code_words(src: Path | None) -> str | None:

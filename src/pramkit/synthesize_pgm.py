@@ -98,6 +98,8 @@ ALPHA = Fraction(9, 10)
 FIRST_SHARE = Fraction(1)
 #: Mirror-descent iterations of each round's fit (warm-started) and of the final fit.
 ROUND_ITERS = 100
+#: Mirror-descent iterations of each round's fit under zCDP (``delta``): its less noisy tables repay a closer fit.
+ZCDP_ROUND_ITERS = 300
 FINAL_ITERS = 1000
 #: The most variables the workload of 3-way marginals is built over.
 MAX_VARIABLES = 60
@@ -106,6 +108,9 @@ EXACT_CACHE_CELLS = 20_000_000
 #: The neighbour relations of the guarantee: replace-one (the default; the number of records is public) and
 #: add-or-remove (it is not).
 NEIGHBOURS = ("replace-one", "add-remove")
+#: The largest delta of an (epsilon, delta) guarantee (``delta``); a delta should stay well below one over the
+#: number of records.
+MAX_DELTA = 1e-3
 #: The L1 sensitivity of a table (a histogram of records) under each neighbour relation.
 TABLE_SENSITIVITY = {"replace-one": 2, "add-remove": 1}
 
@@ -125,10 +130,12 @@ class Selection:
     sensitivity: float
     candidates: int
     chosen: tuple[str, ...]
+    rho: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The selection as JSON."""
+        """The selection as JSON (``rho``, its zCDP ``epsilon^2 / 8`` rounded up, under zCDP only)."""
         return {"mechanism": "exponential", "round": self.round, "epsilon": self.epsilon,
+                **({"rho": self.rho} if self.rho is not None else {}),
                 "sensitivity": self.sensitivity, "candidates": self.candidates, "chosen": list(self.chosen)}
 
 
@@ -148,6 +155,12 @@ class Table:
     epsilon: float
     noisy: np.ndarray
     sensitivity: int = 2
+    sigma2: float | None = None
+
+    @property
+    def sd(self) -> float:
+        """The standard deviation of the table's noise (discrete Laplace, or discrete Gaussian when ``sigma2``)."""
+        return table_sd(self)
 
 
 @dataclass
@@ -163,6 +176,7 @@ class PgmFit:
     cliques: list[tuple[str, ...]]
     rounds: int
     total: float | None = None
+    rho: float | None = None
 
 
 def check_pgm_settings(model: Any, max_cells: Any) -> str:
@@ -244,6 +258,33 @@ def check_neighbours(neighbours: Any, model: Any = "pgm") -> str:
     return str(neighbours)
 
 
+def check_delta(delta: Any, model: Any = "pgm") -> float | None:
+    """Check the delta of an (epsilon, delta) guarantee before any data is read: ``None`` (pure epsilon-DP, the
+    default) or a number in ``(0, MAX_DELTA]``, with the model pgm only (which then accounts in zCDP).
+
+    Examples
+    --------
+    >>> check_delta(1e-5), check_delta(None)
+    (1e-05, None)
+    >>> check_delta(0.01)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: delta must be a number above 0 and at most 0.001, got 0.01
+    >>> check_delta(1e-5, "margins")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: delta needs the model pgm (the model margins is pure epsilon-DP)
+    """
+    if delta is None:
+        return None
+    if model != "pgm":
+        raise ParameterError(f"delta needs the model pgm (the model {model} is pure epsilon-DP)")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) or \
+            not math.isfinite(float(delta)) or not 0 < float(delta) <= MAX_DELTA:
+        raise ParameterError(f"delta must be a number above 0 and at most {MAX_DELTA:g}, got {delta!r}")
+    return float(delta)
+
+
 @contextlib.contextmanager
 def _quiet_jax() -> Iterator[None]:
     """JAX in float64, without the persistent compilation cache, and mbi's warnings about both silenced,
@@ -322,6 +363,36 @@ def noise_sd(epsilon: float, sensitivity: int = 2) -> float:
     return math.sqrt(2 * a) / (1 - a)
 
 
+def table_sd(t: Any) -> float:
+    """The standard deviation of a table's noise: ``sqrt(sigma2)`` for a discrete Gaussian table (a ``sigma2``
+    stated), else :func:`noise_sd` of its epsilon and sensitivity.  ``t``: a :class:`Table` or its JSON.
+
+    Examples
+    --------
+    >>> table_sd({"epsilon": 1.0, "sensitivity": 2}) == noise_sd(1.0), table_sd({"sigma2": 4.0, "sensitivity": 1})
+    (True, 2.0)
+    """
+    def field(name: str) -> Any:
+        return t.get(name) if isinstance(t, Mapping) else getattr(t, name, None)
+
+    sigma2 = field("sigma2")
+    if sigma2 is not None:
+        return math.sqrt(float(sigma2))
+    return noise_sd(float(field("epsilon")), int(field("sensitivity")))
+
+
+def expected_abs(t_sd: float, gaussian: bool, epsilon: float = 0.0, sensitivity: int = 2) -> float:
+    """The expected absolute noise of one cell: ``sqrt(2 / pi) sd`` for Gaussian noise of deviation ``t_sd``,
+    :func:`expected_noise` of ``epsilon`` and ``sensitivity`` for discrete Laplace noise.
+
+    Examples
+    --------
+    >>> round(expected_abs(10.0, True), 3), expected_abs(0.0, False, 1.0) == expected_noise(1.0)
+    (7.979, True)
+    """
+    return math.sqrt(2 / math.pi) * t_sd if gaussian else expected_noise(epsilon, sensitivity)
+
+
 def estimated_total(tables: Sequence[Any]) -> float:
     """The number of records estimated from noisy tables alone (add-or-remove neighbours, module docstring):
     each table's sum weighted by the inverse of its variance ``cells * noise_sd(epsilon, sensitivity)^2``, at
@@ -335,13 +406,10 @@ def estimated_total(tables: Sequence[Any]) -> float:
     >>> estimated_total([{"epsilon": 0.5, "noisy": [[-3, 1], [0, 0]], "sensitivity": 1}])
     1.0
     """
-    def field(t: Any, name: str) -> Any:
-        return t[name] if isinstance(t, Mapping) else getattr(t, name)
-
     num = den = 0.0
     for t in tables:
-        noisy = np.asarray(field(t, "noisy"), dtype=np.int64)
-        w = 1.0 / (noisy.size * noise_sd(float(field(t, "epsilon")), int(field(t, "sensitivity"))) ** 2)
+        noisy = np.asarray(t["noisy"] if isinstance(t, Mapping) else t.noisy, dtype=np.int64)
+        w = 1.0 / (noisy.size * table_sd(t) ** 2)
         num += w * float(noisy.sum())
         den += w
     return max(1.0, num / den) if den > 0 else 1.0
@@ -364,25 +432,83 @@ def _down(x: Fraction) -> float:
     return f if Fraction(f) <= x else math.nextafter(f, 0.0)
 
 
+def _up(x: Fraction) -> float:
+    """The smallest float at least ``x``."""
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """How the model pgm counts its budget: ``"pure"`` (the budget an epsilon; discrete Laplace tables, each
+    selection at its epsilon; sequential composition adds them) or ``"zcdp"`` (the budget a rho of
+    zero-concentrated DP; discrete Gaussian tables at ``rho = sensitivity / (2 sigma2)``, each selection at the
+    exponential mechanism's ``epsilon^2 / 8``; composition adds the rhos).  ``sensitivity``: a table's L1
+    sensitivity, which for a histogram is its squared L2 sensitivity too.  A round's amount is converted to the
+    published parameter (an epsilon, a ``sigma2``) rounded so that what is spent, computed back exactly from the
+    published figure, is at most the amount.
+
+    Examples
+    --------
+    >>> z = Accounting("zcdp", 1)
+    >>> eps, spent = z.select(0.02)
+    >>> spent <= Fraction(0.02), round(eps, 4)
+    (True, 0.4)
+    >>> _, sigma2, spent = z.measure(0.005)
+    >>> sigma2, spent == Fraction(1, 2) / Fraction(sigma2) <= Fraction(0.005)
+    (100.0, True)
+    """
+
+    kind: str
+    sensitivity: int
+
+    #: The factor the annealing multiplies a round's amount by, in either unit.  (AIM multiplies a round's rho
+    #: by 4, halving the noise's deviation; doubling it chose more tables and scored higher on NIST's CRC data.)
+    growth = 2
+
+    def select(self, amount: float) -> tuple[float, Fraction]:
+        """The selection's epsilon for ``amount``, and what it spends."""
+        if self.kind == "pure":
+            return amount, Fraction(amount)
+        from pramkit.privacy.zcdp import exponential_epsilon, exponential_rho
+
+        eps = exponential_epsilon(amount)
+        return eps, exponential_rho(eps)
+
+    def measure(self, amount: float) -> tuple[float | None, float | None, Fraction]:
+        """A table's epsilon (pure) or ``sigma2`` (zCDP) for ``amount``, and what it spends."""
+        if self.kind == "pure":
+            return amount, None, Fraction(amount)
+        sigma2 = _up(Fraction(self.sensitivity) / (2 * Fraction(amount)))
+        return None, sigma2, Fraction(self.sensitivity) / (2 * Fraction(sigma2))
+
+    def expected_abs(self, epsilon: float | None, sigma2: float | None) -> float:
+        """The expected absolute noise of one cell of a table measured at ``epsilon`` or ``sigma2``."""
+        if sigma2 is not None:
+            return expected_abs(math.sqrt(sigma2), True)
+        return expected_noise(float(epsilon), self.sensitivity)  # type: ignore[arg-type]
+
+
 class _Budget:
-    """The rounds' epsilons, exactly: what is spent (a Fraction) never passes the budget."""
+    """The rounds' amounts (epsilons, or rhos under zCDP), exactly: what is spent (a Fraction) never passes the
+    budget."""
 
     def __init__(self, budget: float, rounds: int, variables: int) -> None:
         self.budget = Fraction(budget)
         self.spent = Fraction(0)
         self.round = _down(self.budget / rounds)
-        self.first = _down(Fraction(self.round) * ALPHA * FIRST_SHARE)  # each 1-way table's epsilon
+        self.first = _down(Fraction(self.round) * ALPHA * FIRST_SHARE)  # each 1-way table's amount
         if self.first * variables >= budget:
             raise ParameterError("the budget is too small for the model pgm")
 
-    def spend(self, eps: float) -> float:
+    def spend(self, eps: float | Fraction) -> float | Fraction:
         self.spent += Fraction(eps)
         if self.spent > self.budget:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
         return eps
 
     def next_round(self) -> tuple[float, float, bool]:
-        """The next round's selection and measurement epsilons, and whether it is the last."""
+        """The next round's selection and measurement amounts, and whether it is the last."""
         left = self.budget - self.spent
         last = left < 2 * Fraction(self.round)
         total = left if last else Fraction(self.round)
@@ -490,16 +616,27 @@ def rule_masks(rules: Any, variables: Sequence[str], cats: Mapping[str, Sequence
     return out
 
 
-def _measure(data: _Data, r: tuple[str, ...], eps: float, key: SecretKey, cats: Mapping[str, Sequence[Any]],
-             sensitivity: int = 2) -> Any:
+def _measure(data: _Data, r: tuple[str, ...], eps: float | None, key: SecretKey, cats: Mapping[str, Sequence[Any]],
+             sensitivity: int = 2, sigma2: float | None = None) -> Any:
     """One table measured with discrete Laplace noise at ``eps`` (L1 ``sensitivity``: 2 under replace-one
-    neighbours, 1 under add-or-remove, whose noise is keyed apart), keyed by the exact table."""
-    from pramkit.privacy.geometric import dp_counts
+    neighbours, 1 under add-or-remove, whose noise is keyed apart), or with discrete Gaussian noise of variance
+    ``sigma2`` (zCDP; keyed apart too), keyed by the exact table."""
     from pramkit.release.frequencies import measured_bytes, noise_query
 
     exact = data.exact(r)
     labels = [*r, *(str(c) for a in r for c in cats[a])]
+    if sigma2 is not None:
+        from pramkit.privacy.gaussian import dg_counts
+
+        name = f"pgm-dg-{sensitivity}:" + "x".join(r)
+        rng = key.design_random(noise_query(name, labels, sigma2), measured_bytes(exact))
+        noisy = dg_counts(exact.ravel(), sigma2, rng=rng)
+        return Table(tuple(r), exact.shape, 0.0, np.asarray(noisy).reshape(exact.shape), sensitivity, sigma2)
+    from pramkit.privacy.geometric import dp_counts
+
     name = ("pgm:" if sensitivity == 2 else f"pgm-l1-{sensitivity}:") + "x".join(r)
+    if eps is None:  # pragma: no cover - a table has an epsilon or a variance
+        raise DataError("a table of the model pgm has neither an epsilon nor a variance: report this")
     rng = key.design_random(noise_query(name, labels, eps), measured_bytes(exact))
     noisy = dp_counts(exact.ravel(), eps, sensitivity=sensitivity, rng=rng).noisy
     return Table(tuple(r), exact.shape, float(eps), noisy.reshape(exact.shape), sensitivity)
@@ -518,8 +655,8 @@ def _select(scores: np.ndarray, eps: float, sensitivity: float, key: SecretKey, 
 def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str, Sequence[Any]], *,
                  epsilon: float, key: SecretKey, draw_key: SecretKey, rules: Any = None,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
-                 rounds: int | None = None, round_iters: int = ROUND_ITERS, final_iters: int = FINAL_ITERS,
-                 anneal: float = 1.0) -> PgmFit:
+                 rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
+                 anneal: float = 1.0, delta: float | None = None) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -546,10 +683,16 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         The nominal rounds ``T`` (default :data:`ROUNDS_PER_VARIABLE` times the number of variables): each
         round's epsilon is the budget over ``T`` until the annealing doubles it (:func:`check_rounds`).
     round_iters, final_iters : int
-        Mirror-descent iterations of each round's fit (warm-started) and of the last one.
+        Mirror-descent iterations of each round's fit (warm-started; default :data:`ROUND_ITERS`, and
+        :data:`ZCDP_ROUND_ITERS` under zCDP) and of the last one.
     anneal : float
         The round's epsilon doubles when the fit moved the chosen marginal by at most ``anneal`` times the
         measurement's expected noise (1: AIM's rule; 0: only when it did not move at all).
+    delta : float, optional
+        Account in zCDP, as AIM does (module docstring): the budget is the largest rho whose zCDP implies
+        (``epsilon``, ``delta``)-DP (:func:`pramkit.privacy.zcdp.rho_for`), every table is measured with discrete
+        Gaussian noise and every selection's epsilon costs ``epsilon^2 / 8``.  ``None`` (default): pure
+        ``epsilon``-DP.
 
     Returns
     -------
@@ -583,7 +726,15 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     rounds = check_rounds(rounds, len(names))
     if rounds is None:
         rounds = ROUNDS_PER_VARIABLE * len(names)
-    budget = _Budget(epsilon, rounds, len(names))
+    accounting = Accounting("pure" if delta is None else "zcdp", TABLE_SENSITIVITY[neighbours])
+    rho = None
+    if delta is not None:
+        from pramkit.privacy.zcdp import rho_for
+
+        rho = rho_for(float(epsilon), float(delta))
+    budget = _Budget(epsilon if rho is None else rho, rounds, len(names))
+    if round_iters is None:
+        round_iters = ROUND_ITERS if delta is None else ZCDP_ROUND_ITERS
     with _quiet_jax():
         domain = mbi.Domain(names, sizes)
         base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in masks])
@@ -593,11 +744,14 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         constraints = tuple(mbi.Constraint(domain.project(cl), invalid=np.argwhere(~m)) for cl, m in masks)
         state = _Rounds(mbi, domain, data, cats, key, constraints, masks, n)
         for v in names:
-            state.add(_measure(data, (v,), budget.spend(budget.first), key, cats, state.sensitivity))
+            eps, sigma2, spent = accounting.measure(budget.first)
+            budget.spend(spent)
+            state.add(_measure(data, (v,), eps, key, cats, state.sensitivity, sigma2))
         state.fit(round_iters)
-        _rounds(state, budget, max_cells, base, iters=(round_iters, final_iters), anneal=anneal)
+        _rounds(state, budget, max_cells, base, iters=(round_iters, final_iters), anneal=anneal,
+                accounting=accounting)
         eps_all = [m.epsilon for m in state.measurements] + [s.epsilon for s in state.selections]
-        if record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
+        if delta is None and record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
         rows = n if n is not None else released_records(state.total())
         drawn = draw(state.factors(), names, sizes, rows, draw_key, state.cliques())
@@ -607,14 +761,17 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
             if not m[tuple(drawn[:, i] for i in idx)].all():
                 raise DataError("the released records break an edit rule the model should have kept: report this")
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
-                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total())
+                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), rho)
 
 
 def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
-            iters: tuple[int, int] = (ROUND_ITERS, FINAL_ITERS), anneal: float = 1.0) -> None:
+            iters: tuple[int, int] = (ROUND_ITERS, FINAL_ITERS), anneal: float = 1.0,
+            accounting: Accounting | None = None) -> None:
     """AIM's rounds (module docstring, step 3): select, measure, fit, anneal, until the budget is spent;
     ``iters``: the mirror-descent iterations of a round's fit and of the last one; ``anneal``: the share of the
-    expected noise under which the chosen marginal's move doubles the round's epsilon."""
+    expected noise under which the chosen marginal's move doubles the round's amount (an epsilon, or a rho
+    under zCDP)."""
+    acc = accounting or Accounting("pure", state.sensitivity)
     data, key = state.data, state.key
     cands, weights = workload(data.names)
     t = 0
@@ -625,19 +782,24 @@ def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
         limit = max(base, max_cells * min(1.0, budget.share() + float((Fraction(eps_s) + Fraction(eps_m))
                                                                        / budget.budget)))
         allowed = [r for r in cands if math.prod(data.shape(r)) <= max_cells and state.fits(r, limit)]
-        noise = expected_noise(eps_m, state.sensitivity)
+        sel_eps, sel_spent = acc.select(eps_s)
+        m_eps, sigma2, m_spent = acc.measure(eps_m)
+        noise = acc.expected_abs(m_eps, sigma2)
         scores = np.array([weights[r] * (state.error(r) - noise * math.prod(data.shape(r))) for r in allowed])
         # the quality's sensitivity: the L1 change of a table times the largest weight (module docstring)
         sens = float(state.sensitivity) * max(weights[r] for r in allowed)
-        r = allowed[_select(scores, eps_s, sens, key, data.digest, t)]
-        state.selections.append(Selection(t, budget.spend(eps_s), sens, len(allowed), r))
+        r = allowed[_select(scores, sel_eps, sens, key, data.digest, t)]
+        budget.spend(sel_spent)
+        state.selections.append(Selection(t, sel_eps, sens, len(allowed), r,
+                                          None if sigma2 is None else _up(sel_spent)))
         before = state.model_marginal(r)
-        state.add(_measure(data, r, budget.spend(eps_m), key, state.cats, state.sensitivity))
+        budget.spend(m_spent)
+        state.add(_measure(data, r, m_eps, key, state.cats, state.sensitivity, sigma2))
         state.fit(iters[1] if last else iters[0])
         if last:
             break
         if np.abs(state.model_marginal(r) - before).sum() <= anneal * noise * math.prod(data.shape(r)):
-            budget.round = _down(Fraction(budget.round) * 2)
+            budget.round = _down(Fraction(budget.round) * acc.growth)
         t += 1
 
 
@@ -679,7 +841,7 @@ class _Rounds:
         # objective, up to a constant): the model's structure, and so its compiled fit, stay the same
         sums: dict[tuple[str, ...], list[Any]] = {}
         for m in self.measurements:
-            w = noise_sd(m.epsilon, m.sensitivity) ** -2
+            w = table_sd(m) ** -2
             acc = sums.setdefault(m.axes, [0.0, 0.0])
             acc[0] = acc[0] + w * np.asarray(m.noisy, dtype=float).ravel()
             acc[1] += w
@@ -862,10 +1024,26 @@ def planned_tables(raw: Mapping[str, Any]) -> list[list[str]]:
     return [[v] for v in names] + [list(s.get("chosen") or []) for s in _selections(raw)]
 
 
+def delta_of_manifest(raw: Any) -> float | None:
+    """The delta of a manifest of the model pgm accounted in zCDP (its ``procedure.delta``), or None (pure
+    epsilon-DP; a delta that is not a number is taken as none: its own checks fail).
+
+    Examples
+    --------
+    >>> delta_of_manifest({"procedure": {"model": "pgm", "delta": 1e-05}}), delta_of_manifest({"procedure": {}})
+    (1e-05, None)
+    """
+    proc = raw.get("procedure") if isinstance(raw, Mapping) else None
+    d = proc.get("delta") if isinstance(proc, Mapping) and proc.get("model") == "pgm" else None
+    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else None
+
+
 def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
     """The epsilons of the measurements and of the selections that the manifest's budget, rounds and choices
     give, the annealing read off the stated epsilons (each round's epsilon is the last one's or its double;
-    the last round spends what is left): a list each, or why they cannot be (a text).
+    the last round spends what is left): a list each, or why they cannot be (a text).  Under zCDP (a
+    ``procedure.delta``) the measurements' list holds their ``sigma2``, the budget is the rho of the stated
+    epsilon and delta (:class:`Accounting`).
 
     Examples
     --------
@@ -875,25 +1053,53 @@ def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
     >>> [round(e, 6) for e in schedule(raw)[0]], [round(e, 6) for e in schedule(raw)[1]]
     ([0.225, 0.225, 0.225], [0.025])
     """
+    delta = delta_of_manifest(raw)
     try:
         names = list(raw.get("variables") or {})
-        budget = _Budget(float((raw.get("ledger") or {})["record_epsilon_budget"]),
-                         int((raw.get("procedure") or {})["rounds"]), len(names))
+        eps = float((raw.get("ledger") or {})["record_epsilon_budget"])
+        if delta is not None:
+            from pramkit.privacy.zcdp import rho_for
+
+            eps = rho_for(eps, delta)
+        budget = _Budget(eps, int((raw.get("procedure") or {})["rounds"]), len(names))
     except (KeyError, TypeError, ValueError, ParameterError) as exc:
         return f"the schedule cannot be replayed ({exc})"
-    measured = [budget.spend(budget.first) for _ in names]
+    acc = Accounting("pure" if delta is None else "zcdp", table_sensitivity(raw))
+
+    def measure(amount: float) -> float:
+        e, sigma2, spent = acc.measure(amount)
+        budget.spend(spent)
+        return float(sigma2 if sigma2 is not None else e)  # type: ignore[arg-type]
+
+    def select(amount: float) -> float:
+        e, spent = acc.select(amount)
+        budget.spend(spent)
+        return e
+
+    param = "epsilon" if delta is None else "sigma2"
+    measured = [measure(budget.first) for _ in names]
     chosen: list[float] = []
-    stated = [m.get("epsilon") for m in raw.get("measurements") or [] if isinstance(m, Mapping)][len(names):]
+    stated = [m.get(param) for m in raw.get("measurements") or [] if isinstance(m, Mapping)][len(names):]
     for t, sel in enumerate(_selections(raw)):
         s, m, last = budget.next_round()
-        if t > 0 and (sel.get("epsilon"), stated[t] if t < len(stated) else None) != (s, m) and not last:
-            budget.round = _down(Fraction(budget.round) * 2)  # the annealing doubled it
+        planned = (acc.select(s)[0], acc.measure(m)[0 if delta is None else 1])
+        if t > 0 and (sel.get("epsilon"), stated[t] if t < len(stated) else None) != planned and not last:
+            budget.round = _down(Fraction(budget.round) * acc.growth)  # the annealing raised it
             s, m, last = budget.next_round()
-        chosen.append(budget.spend(s))
-        measured.append(budget.spend(m))
+        chosen.append(select(s))
+        measured.append(measure(m))
         if last:
             break
     return measured, chosen
+
+
+def _check_selection_rho(raw: Mapping[str, Any], sel: Mapping[str, Any], value: Any) -> tuple[bool, str]:
+    """A selection's ``rho`` under zCDP: its epsilon squared over 8, rounded up."""
+    eps = sel.get("epsilon")
+    if delta_of_manifest(raw) is None or not isinstance(eps, (int, float)) or isinstance(eps, bool):
+        return False, "a selection's rho is stated under zCDP only (a procedure.delta), of its epsilon"
+    want = _up(Fraction(eps) ** 2 / 8)
+    return value == want, "epsilon^2 / 8, rounded up" if value == want else f"stated {value!r}, epsilon^2 / 8 is {want!r}"
 
 
 def weight(names: Sequence[str], r: Sequence[str]) -> float:
@@ -946,6 +1152,8 @@ def check_selection(raw: Mapping[str, Any], at: Sequence[Any], value: Any) -> tu
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= k * w
         return ok, f"at least {times} = {k * w:g} of the chosen marginal" if ok else \
             f"stated {value!r}, below {times} = {k * w:g} of the chosen marginal"
+    if name == "rho":
+        return _check_selection_rho(raw, sel, value)
     if name == "epsilon":
         plan = schedule(raw)
         if isinstance(plan, str):
@@ -955,3 +1163,15 @@ def check_selection(raw: Mapping[str, Any], at: Sequence[Any], value: Any) -> tu
         return ok, "its share of the round, the schedule replayed" if ok else \
             f"stated {value!r}, the schedule replayed {expected!r}"
     return False, f"no such field of a selection: {name}"
+
+
+def table_rho(sensitivity: int, sigma2: float) -> float:
+    """The zCDP of a table measured with discrete Gaussian noise of variance ``sigma2`` at L1 (and squared L2)
+    ``sensitivity``: ``sensitivity / (2 sigma2)``, rounded up to a float.
+
+    Examples
+    --------
+    >>> table_rho(1, 100.0), table_rho(2, 100.0)
+    (0.005, 0.01)
+    """
+    return _up(Fraction(sensitivity) / (2 * Fraction(sigma2)))

@@ -888,7 +888,10 @@ def _check_table_shapes(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 
 def _synthesis_tables_epsilon(ctx: FieldContext) -> float:
     from pramkit.privacy.epsilon import record_epsilon
+    from pramkit.synthesize_pgm import delta_of_manifest
 
+    if delta_of_manifest(ctx.raw) is not None:  # (epsilon, delta) by zCDP: the budget's epsilon (its rho checked)
+        return float((ctx.raw.get("ledger") or {})["record_epsilon_budget"])
     sels = ctx.raw.get("selections")
     return record_epsilon([float(m["epsilon"]) for m in _measurements(ctx)]
                           + [float(x["epsilon"]) for x in (sels if isinstance(sels, list) else []) if isinstance(x, dict)])
@@ -938,6 +941,25 @@ def _check_neighbours(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     return check_neighbours_field(ctx.raw, value)
 
 
+def _check_table_mechanism(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.synthesize_pgm import delta_of_manifest
+
+    zcdp = delta_of_manifest(ctx.raw) is not None
+    return _compare(value, "discrete_gaussian" if zcdp else "geometric",
+                    "discrete Gaussian under zCDP (a procedure.delta)" if zcdp else "discrete Laplace")
+
+
+def _check_table_rho(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.synthesize_pgm import delta_of_manifest, table_rho
+
+    m = _measurements(ctx)[at[1]]
+    sigma2, k = m.get("sigma2"), m.get("sensitivity")
+    if delta_of_manifest(ctx.raw) is None or not isinstance(sigma2, (int, float)) or not isinstance(k, int) \
+            or isinstance(sigma2, bool) or not sigma2 > 0:
+        return False, "a table's rho is stated under zCDP only, of a positive sigma2"
+    return _compare(value, table_rho(k, float(sigma2)), "sensitivity / (2 sigma2), rounded up")
+
+
 def _check_table_sensitivity(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     from pramkit.synthesize_pgm import table_sensitivity
 
@@ -962,6 +984,8 @@ CHECKS.update({
     "pgm selection": _check_pgm_selection,
     "neighbours": _check_neighbours,
     "table sensitivity": _check_table_sensitivity,
+    "table mechanism": _check_table_mechanism,
+    "table rho": _check_table_rho,
 })
 
 

@@ -62,12 +62,12 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
     ['ledger.design_epsilon', 'ledger.statement']
     """
     from pramkit.synthesize import measured_tables
-    from pramkit.synthesize_pgm import is_pgm, planned_tables, table_sensitivity
+    from pramkit.synthesize_pgm import delta_of_manifest, is_pgm, planned_tables, table_sensitivity
 
     checks: list[Check] = []
+    delta = delta_of_manifest(raw)
     k = table_sensitivity(raw)
     variables = raw.get("variables") or {}
-    public = raw.get("public") or {}
     ms = raw.get("measurements") or []
     names = list(variables)
     wanted = planned_tables(raw) if is_pgm(raw) else [list(axes) for axes in measured_tables(names)]
@@ -75,28 +75,17 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
     checks.append(_check("measurements", got == wanted,
                          f"{len(ms)} tables: each variable given the public cell, then each pair"
                          if got == wanted else f"the tables are {got}, the procedure measures {wanted}"))
-    total = Fraction(0)
-    for i, m in enumerate(ms):
-        axes = m.get("axes") or []
-        shape = tuple(int(public.get("cells", -1)) if a == "@public" else len(variables.get(a, {}).get("categories", []))
-                      for a in axes)
-        noisy = np.asarray(m.get("noisy"))
-        eps = m.get("epsilon")
-        ok = (m.get("mechanism") == "geometric" and m.get("sensitivity") == k and isinstance(eps, (int, float))
-              and math.isfinite(eps) and eps > 0 and noisy.shape == shape and noisy.dtype.kind in "iu")
-        checks.append(_check(f"measurements[{i}]", ok, f"{' x '.join(axes)}: discrete Laplace at sensitivity {k}, "
-                             f"epsilon {eps}, {noisy.size} integer cells" if ok else
-                             f"{axes}: mechanism, sensitivity {k}, a positive epsilon and integer counts of shape "
-                             f"{shape} expected"))
-        if isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0:
-            total += Fraction(eps)
-    total += _selection_checks(raw, checks)
+    total = _table_checks(raw, ms, k, delta, checks)
+    total += _selection_checks(raw, checks)  # under zCDP, the selections' rho (epsilon^2 / 8)
     checks += neighbours_checks(raw)
     led = raw.get("ledger") or {}
     stated = led.get("design_epsilon")
-    ok = isinstance(stated, (int, float)) and Fraction(stated) >= total and led.get("record_epsilon") == stated
-    checks.append(_check("ledger.design_epsilon", ok, f"{stated} >= the tables' exact sum {float(total)!r}" if ok
-                         else f"stated {stated}, the tables' epsilons add up to {float(total)!r}"))
+    if delta is None:
+        ok = isinstance(stated, (int, float)) and Fraction(stated) >= total and led.get("record_epsilon") == stated
+        checks.append(_check("ledger.design_epsilon", ok, f"{stated} >= the tables' exact sum {float(total)!r}" if ok
+                             else f"stated {stated}, the tables' epsilons add up to {float(total)!r}"))
+    else:
+        checks += zcdp_checks(raw, total, delta)
     budget = led.get("record_epsilon_budget")
     if budget is not None:
         checks.append(_check("ledger.record_epsilon_budget", isinstance(stated, (int, float)) and stated <= budget,
@@ -144,16 +133,82 @@ def neighbours_checks(raw: dict[str, Any]) -> list[Check]:
     return checks
 
 
+def _table_checks(raw: dict[str, Any], ms: list[Any], k: int, delta: float | None, checks: list[Check]) -> Fraction:
+    """Each table's mechanism, sensitivity ``k``, parameter (an epsilon, or a ``sigma2`` under zCDP) and shape (a
+    check each, added to ``checks``); what they spend, exactly (their epsilons, or their rhos under zCDP)."""
+    variables = raw.get("variables") or {}
+    public = raw.get("public") or {}
+    total = Fraction(0)
+    mechanism, param, words = ("geometric", "epsilon", "discrete Laplace") if delta is None else \
+        ("discrete_gaussian", "sigma2", "discrete Gaussian")
+    for i, m in enumerate(ms):
+        axes = m.get("axes") or []
+        shape = tuple(int(public.get("cells", -1)) if a == "@public" else len(variables.get(a, {}).get("categories", []))
+                      for a in axes)
+        noisy = np.asarray(m.get("noisy"))
+        x = m.get(param)
+        good = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+        ok = (m.get("mechanism") == mechanism and m.get("sensitivity") == k and good and noisy.shape == shape
+              and noisy.dtype.kind in "iu")
+        checks.append(_check(f"measurements[{i}]", ok, f"{' x '.join(axes)}: {words} at sensitivity {k}, "
+                             f"{param} {x}, {noisy.size} integer cells" if ok else
+                             f"{axes}: mechanism {mechanism}, sensitivity {k}, a positive {param} and integer counts "
+                             f"of shape {shape} expected"))
+        if good:
+            total += Fraction(x) if delta is None else Fraction(k) / (2 * Fraction(x))
+    return total
+
+
+def zcdp_checks(raw: dict[str, Any], spent: Fraction, delta: float) -> list[Check]:
+    """An (epsilon, delta) manifest accounted in zCDP: the rho its tables and selections spend (``spent``, exact)
+    within the rho budget, which implies the stated (epsilon, delta) by the conversion at the stated order alpha
+    (recomputed, :func:`pramkit.privacy.zcdp.delta_at`); the ledger's epsilon the budget's, its delta the
+    procedure's.
+
+    Examples
+    --------
+    >>> raw = {"procedure": {"model": "pgm", "delta": 1e-5}, "ledger": {"record_epsilon_budget": 1.0,
+    ...        "design_epsilon": 1.0, "record_epsilon": 1.0, "delta": 1e-5, "rho_budget": 0.02, "alpha": 30.0}}
+    >>> [(c.field, c.passed) for c in zcdp_checks(raw, Fraction(1, 100), 1e-5)]
+    [('ledger.design_epsilon', True), ('ledger.rho_budget', True)]
+    >>> [c.passed for c in zcdp_checks(raw, Fraction(3, 100), 1e-5)]
+    [True, False]
+    """
+    from pramkit.privacy.zcdp import delta_at
+
+    led = raw.get("ledger") or {}
+    eps, rho, alpha = led.get("design_epsilon"), led.get("rho_budget"), led.get("alpha")
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                  for v in (eps, rho, alpha))
+    ok = numbers and eps == led.get("record_epsilon") == led.get("record_epsilon_budget") and led.get("delta") == delta
+    checks = [_check("ledger.design_epsilon", ok, f"({eps}, {delta:g})-DP, the budget asked for" if ok
+                     else f"stated epsilon {eps} and delta {led.get('delta')!r}: the budget's "
+                          f"{led.get('record_epsilon_budget')!r} and the procedure's {delta:g} expected")]
+    implied = within = False
+    if numbers:
+        implied = float(alpha) > 1 and delta_at(float(rho), float(eps), float(alpha)) <= delta  # type: ignore[arg-type]
+        within = spent <= Fraction(rho)  # type: ignore[arg-type]
+    checks.append(_check("ledger.rho_budget", bool(implied and within),
+                         f"rho {float(spent):.6g} spent within {rho}, which implies ({eps}, {delta:g})-DP at alpha "
+                         f"{alpha}" if implied and within else
+                         f"rho {float(spent):.6g} spent, budget {rho!r} at alpha {alpha!r}: "
+                         + ("more than the budget" if not within else f"does not imply delta {delta:g}")))
+    return checks
+
+
 def _selection_checks(raw: dict[str, Any], checks: list[Check]) -> Fraction:
     """The model pgm's selections (the exponential mechanism): each a positive epsilon (a check each, added to
-    ``checks``); their exact sum."""
+    ``checks``); their exact sum (under zCDP, a ``procedure.delta``, the sum of their ``epsilon^2 / 8``)."""
+    from pramkit.synthesize_pgm import delta_of_manifest
+
+    zcdp = delta_of_manifest(raw) is not None
     total = Fraction(0)
     for i, sel in enumerate(raw.get("selections") or []):
         eps: Any = sel.get("epsilon") if isinstance(sel, dict) else None
         ok = isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps > 0
         checks.append(_check(f"selections[{i}]", ok, f"the exponential mechanism at epsilon {eps}" if ok
                              else "a positive epsilon expected"))
-        total += Fraction(eps) if ok else 0
+        total += (Fraction(eps) ** 2 / 8 if zcdp else Fraction(eps)) if ok else 0
     return total
 
 
@@ -192,13 +247,22 @@ def regenerated_ledger(raw: dict[str, Any], codes: str | None) -> dict[str, Any]
     variables = raw.get("variables") or {}
     sources = {v: spec.get("categories_source") for v, spec in variables.items()}
     missing = [v for v, spec in variables.items() if None in (spec.get("categories") or [])]
-    total = record_epsilon([float(m["epsilon"]) for m in [*(raw.get("measurements") or []),
-                                                           *(raw.get("selections") or [])]])
-    from pramkit.synthesize_pgm import neighbours_of
+    from pramkit.synthesize import zcdp_figures
+    from pramkit.synthesize_pgm import delta_of_manifest, neighbours_of
 
-    return synthesis_ledger(total, float((raw.get("ledger") or {})["record_epsilon_budget"]), sources,
+    budget = float((raw.get("ledger") or {})["record_epsilon_budget"])
+    delta = delta_of_manifest(raw)
+    if delta is None:
+        total = record_epsilon([float(m["epsilon"]) for m in [*(raw.get("measurements") or []),
+                                                               *(raw.get("selections") or [])]])
+        zcdp = None
+    else:
+        total = budget
+        zcdp = zcdp_figures(budget, delta, raw.get("measurements") or [], raw.get("selections") or [])
+    return synthesis_ledger(total, budget, sources,
                             list(raw.get("released_as_they_are") or []), missing=missing, codes=codes,
-                            neighbours="add-remove" if neighbours_of(raw) == "add-remove" else "replace-one")
+                            neighbours="add-remove" if neighbours_of(raw) == "add-remove" else "replace-one",
+                            zcdp=zcdp)
 
 
 def release_checks(raw: dict[str, Any], released: str | Path, sep: str = ",", encoding: str = "utf-8",
@@ -253,7 +317,7 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
     from pramkit._json import read_json
     from pramkit.io import read_table, sha256_of
     from pramkit.synthesize import synthesize_release
-    from pramkit.synthesize_pgm import MAX_CELLS, NEIGHBOURS, neighbours_of
+    from pramkit.synthesize_pgm import MAX_CELLS, NEIGHBOURS, delta_of_manifest, neighbours_of
 
     neighbours = neighbours_of(raw)  # a relation forged out of the two is checked by its field; made again as one
     orig = read_table(Path(original), na_values=tuple(na_values), sep=sep, encoding=encoding)
@@ -281,7 +345,8 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
                                model=str(proc.get("model", "margins")),
                                max_cells=int(proc.get("max_cells", MAX_CELLS)),
                                rounds=int(proc["rounds"]) if proc.get("model") == "pgm" and "rounds" in proc else None,
-                               neighbours=neighbours if neighbours in NEIGHBOURS else "replace-one")
+                               neighbours=neighbours if neighbours in NEIGHBOURS else "replace-one",
+                               delta=delta_of_manifest(raw))
             digest = sha256_of(out)
             if again is not None:
                 again["synthesis again"] = read_json(out.parent / (out.stem + ".synthesis.json"), "manifest",

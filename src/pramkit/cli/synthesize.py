@@ -73,6 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the neighbour relation of the guarantee: replace-one (default; the number of records is "
                         "public, a table's L1 sensitivity 2) or add-remove (with --model pgm only: sensitivity 1, "
                         "and the released file has as many records as the noisy tables estimate)")
+    p.add_argument("--delta", type=float, default=None, metavar="D",
+                   help="with --model pgm: an (epsilon, delta)-DP guarantee accounted in zero-concentrated DP, as "
+                        "AIM states its own (discrete Gaussian tables; delta above 0, at most 0.001, and well below "
+                        "one over the number of records; default: none, pure epsilon-DP)")
     p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -124,8 +128,13 @@ def print_summary(result: SynthesisResult) -> None:
         print(f"shared draws: {result.shared_draws:,} records take the draw of another record with the same public "
               "values")
     relation = ", add-or-remove neighbours" if result.neighbours == "add-remove" else ""
-    print(f"central epsilon: {figure(result.record_epsilon)} (pure{relation}; the tables' epsilons added, rounded "
-          "outward)")
+    led = result.manifest.get("ledger", {})
+    if "delta" in led:
+        print(f"central epsilon: {figure(result.record_epsilon)}, delta {led['delta']:g} (zCDP{relation}; rho "
+              f"{led['rho']:.6g} spent of {led['rho_budget']:.6g})")
+    else:
+        print(f"central epsilon: {figure(result.record_epsilon)} (pure{relation}; the tables' epsilons added, rounded "
+              "outward)")
     print(result.guarantee)
 
 
@@ -159,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
                                 manifest_out=args.manifest, force=args.force, na_values=args.na_values,
                                 sep=args.sep, encoding=args.encoding, decimal=args.decimal,
                                 model=args.model, max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
-                                neighbours=args.neighbours, rounds=args.rounds)
+                                neighbours=args.neighbours, rounds=args.rounds, delta=args.delta)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.synthesize.result")
     else:

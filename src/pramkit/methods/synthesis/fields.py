@@ -36,7 +36,8 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("procedure.min_count", R, "min count", "2: every released combination shown twice; counted in the file"),
     ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
     ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
-    ("measurements[*].mechanism", R, "constant", "the DP mechanism: 'geometric' (discrete Laplace)"),
+    ("measurements[*].mechanism", R, "table mechanism", "the DP mechanism: 'geometric' (discrete Laplace), or "
+                                                         "'discrete_gaussian' under zCDP (a procedure.delta)"),
     ("measurements[*].sensitivity", R, "table sensitivity", "the L1 sensitivity of a table: 2, or 1 under the "
                                                             "add-or-remove neighbours the manifest states"),
     ("measurements[*].axes", R, "tables", "the tables measured: each variable given the public cell, then "
@@ -46,6 +47,9 @@ MANIFEST: tuple[PublicField, ...] = fields([
                                                    "to the square root of its cells; with the model pgm, its "
                                                    "round's share, the schedule replayed from the budget, the "
                                                    "rounds and the stated epsilons"),
+    ("measurements[*].sigma2", R, "table share", "under zCDP, a discrete Gaussian table's variance: its round's "
+                                                  "share of the rho budget, the schedule replayed"),
+    ("measurements[*].rho", R, "table rho", "under zCDP, a table's rho: sensitivity / (2 sigma2), rounded up"),
     ("measurements[*].noisy", D, "synthesized again", "a noisy table: drawn again from the original's exact "
                                                        "table and the key's noise (its shape recomputed)"),
     ("selections[*].mechanism", R, "pgm selection", "the model pgm's choice of a table: 'exponential' (the "
@@ -53,6 +57,8 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("selections[*].round", R, "pgm selection", "the round: 0, 1, ... in order"),
     ("selections[*].epsilon", R, "pgm selection", "the selection's epsilon: its round's share, the schedule "
                                                   "replayed"),
+    ("selections[*].rho", R, "pgm selection", "under zCDP, the selection's rho: epsilon^2 / 8 (the exponential "
+                                              "mechanism's bounded range), rounded up"),
     ("selections[*].sensitivity", R, "pgm selection", "the sensitivity of the quality score: at least twice the "
                                                       "chosen table's workload weight"),
     ("selections[*].candidates", D, "synthesized again", "the tables the round chose among (the model's size "
@@ -63,6 +69,8 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("ledger.design_epsilon", R, "synthesis epsilon", "the tables' epsilons (and the selections') added up, "
                                                       "rounded outward"),
     ("ledger.record_epsilon", R, "synthesis epsilon", "the central epsilon: the design step's"),
+    ("ledger.rho_budget", R, "synthesis ledger", "under zCDP, the largest rho that implies the (epsilon, delta) "
+                                                 "asked for: recomputed from the budget and the procedure's delta"),
     ("ledger.*", R, "synthesis ledger", "the ledger's other figures and its sentence, regenerated from the "
                                          "tables and the facts"),
     ("rows", R, "released rows", "the released file's rows, counted"),
