@@ -198,3 +198,29 @@ def test_bad_input_is_one_line(release, tmp_path, capsys, args, words):
         base[flag] = value
     assert_refused(tmp_path, ["synthesize", src, *(x for kv in base.items() for x in kv),
                               "--key-file", release["dir"] / "k.key"], words, capsys)
+
+
+def test_marginals_by_mbi_when_the_factor_product_underflows(release, monkeypatch):
+    """Forced onto mbi's inference in logs (the path taken when the product of the exponentiated factors
+    underflows), every marginal the rounds read equals the fast path's within 1e-9 of a record."""
+    import pramkit.synthesize_pgm as pgm
+    from pramkit.kernel.rng import resolve_key
+
+    frame = release["frame"][VARS[:3]]
+    cats = {v: sorted(frame[v].unique()) for v in VARS[:3]}
+    codes = np.stack([frame[v].map({c: i for i, c in enumerate(cats[v])}).to_numpy() for v in VARS[:3]], 1)
+    fast = pgm._Factors.marginal
+    gaps: list[float] = []
+
+    def both(self, r):
+        x = fast(self, r)
+        monkeypatch.setattr(pgm, "SMALLEST_SUM", math.inf)
+        y = fast(self, r)
+        monkeypatch.setattr(pgm, "SMALLEST_SUM", 1e-200)
+        gaps.append(float(np.abs(x - y).max()))
+        return x
+
+    monkeypatch.setattr(pgm._Factors, "marginal", both)
+    pgm.fit_and_draw(codes.astype(np.int64), VARS[:3], cats, epsilon=2.0, delta=1e-5, key=resolve_key(KEY),
+                     draw_key=resolve_key(bytes(32)))
+    assert gaps and max(gaps) < 1e-9, max(gaps)

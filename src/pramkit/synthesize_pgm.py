@@ -101,6 +101,9 @@ ROUND_ITERS = 100
 #: Mirror-descent iterations of each round's fit under zCDP (``delta``): its less noisy tables repay a closer fit.
 ZCDP_ROUND_ITERS = 300
 FINAL_ITERS = 1000
+#: Below this sum the product of a model's exponentiated factors has underflowed: its marginals are computed by
+#: mbi's inference in logs instead.
+SMALLEST_SUM = 1e-200
 #: The most variables the workload of 3-way marginals is built over.
 MAX_VARIABLES = 60
 #: The most cells of the original's exact marginals kept between rounds (the others are counted again).
@@ -563,14 +566,20 @@ class _Factors:
             self.items.append((tuple(cl), np.exp(v - v.max())))
         self.items += [(cl, m.astype(float)) for cl, m in masks]
         self.total = total
+        self.model = model
 
     def marginal(self, r: Sequence[str]) -> np.ndarray:
+        """The model's marginal of ``r`` scaled to the total; by mbi's own inference (in logs) when the product
+        of the exponentiated factors underflows (many cliques far from their maxima at once)."""
         import opt_einsum
 
         spec = ",".join("".join(self.letters[a] for a in cl) for cl, _ in self.items)
         out = opt_einsum.contract(f"{spec}->{''.join(self.letters[a] for a in r)}", *(v for _, v in self.items),
                                   optimize="greedy")
         s = out.sum()
+        if not (np.isfinite(s) and s > SMALLEST_SUM):
+            out = np.asarray(self.model.project(list(r)).transpose(list(r)).values, dtype=float)
+            s = out.sum()
         return out * (self.total / s) if s > 0 else out
 
 
