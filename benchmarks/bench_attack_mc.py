@@ -15,19 +15,24 @@ the known columns of every person and has found the person's released record:
 
 * **reconstruction**: the most frequent released value among the released records that agree on the known columns
   (:func:`pramkit.risk.attack.reconstruction_attack`; no manifest used);
-* **Bayes, estimated prior**: the argmax of the exact posterior with the prior the release's own corrected table
-  (:func:`pramkit.risk.attack.bayes_ceiling` without ``prior``: what a public attacker can compute);
-* **Bayes, true law**: the same argmax with the original's own joint table of the target and the known columns as
-  the prior (the ceiling's own attacker: its expected count *is* the ceiling);
+* **Bayes, estimated prior, target's cell only**: the argmax of the exact posterior given the known columns and the
+  target's released cell, with the prior the release's own corrected table of the target and the known columns
+  (:func:`pramkit.risk.attack.bayes_ceiling` without ``prior``, ``scope="target"``: what a public attacker can
+  compute cheaply; the corrected table of every feature is too slow to estimate by maximum likelihood here);
+* **Bayes, true law, target's cell only**: the same argmax with the original's own joint table of the target and the
+  known columns as the prior (``scope="target"``: an attacker who ignores the record's other perturbed columns);
 * **Bayes, true law, whole record**: the argmax of the exact posterior given the known columns and *every* released
   column of the record (the other perturbed features too), the prior the original's own joint table of all the
-  features (computed here: :func:`whole_record_posteriors`).
+  features (computed here: :func:`whole_record_posteriors`; the ceiling's own attacker: its expected count *is* the
+  ceiling).
 
 The **ceiling** is :func:`pramkit.risk.attack.bayes_ceiling` with the prior supplied as the original itself (the
-true law): ``expected_correct``, per key, and where computed the exact expectation over every draw
-(``expected_over_draws``, equal to ``correct_over_draws`` under the true law).  It bounds, in expectation over the
-draws of the release, the correct guesses of any rule that guesses from the known columns and the released cells
-of the target's variable, the prior being the truth; the baseline is the prior given the known columns alone.
+true law) and its default ``scope="record"``: ``expected_correct``, per key, and where computed the exact expectation
+over every draw (``expected_over_draws``, equal to ``correct_over_draws`` under the true law).  It bounds, in
+expectation over the draws of the release, the correct guesses of any rule that guesses from the known columns and
+the whole released record, the prior being the truth; the baseline is the prior given the known columns alone.  The
+whole-record posterior computed here is the same sum: its expected share is printed beside the ceiling, with the
+largest gap between the two over the keys.
 
 Verdict rule: per key, ``d = measured - expected_correct`` (the same key's ceiling, paired); an attack is **above the
 ceiling** when the mean of ``d`` over the keys exceeds 3 standard errors (``sd(d) / sqrt(keys)``).  A single key's
@@ -76,8 +81,8 @@ RULE_SE = 3.0
 #: Fewest keys the verdict is given for (the standard error of fewer is itself too uncertain).
 RULE_KEYS = 5
 #: The attacks, in the table's order.
-ATTACKS = ("reconstruction (mode given the known)", "Bayes argmax, estimated prior (mle)",
-           "Bayes argmax, true law (the ceiling's own)", "Bayes argmax, true law, whole released record")
+ATTACKS = ("reconstruction (mode given the known)", "Bayes argmax, estimated prior (mle), target's cell only",
+           "Bayes argmax, true law, target's cell only", "Bayes argmax, true law, whole released record")
 
 
 def key_of(seed: int, index: int) -> bytes:
@@ -160,6 +165,7 @@ class TargetRuns:
     baseline: float = math.nan
     over_draws: float | None = None
     correct_over_draws: float | None = None
+    conditioned_on: tuple[str, ...] = ()
     ceiling: list[float] = field(default_factory=list)
     whole_ceiling: list[float] = field(default_factory=list)
     correct: dict[str, list[float]] = field(default_factory=lambda: {a: [] for a in ATTACKS})
@@ -217,16 +223,22 @@ def table(runs: TargetRuns, known: Sequence[str], keys: int) -> str:
              f"{100 * (runs.correct_over_draws or 0.0) / runs.records:.3f} %)")
     head = [f"epsilon {runs.epsilon:g} (record), target {runs.target} (its matrix {runs.target_epsilon:.4g}), "
             f"{runs.records:,} records, {keys} keys, known {', '.join(known)}",
-            f"ceiling (prior: the original's table of {runs.target} and the known; released {runs.target} seen): "
-            f"{exact}; per key {ceiling.mean():.3f} % (sd {_sd(ceiling):.3f})",
-            f"whole-record posterior's expected share (all released columns seen): {whole.mean():.3f} % "
-            f"(sd {_sd(whole):.3f})", ""]
+            f"ceiling (prior: the original's table of every feature; released {', '.join(runs.conditioned_on)} "
+            f"seen): {exact}; per key {ceiling.mean():.3f} % (sd {_sd(ceiling):.3f})",
+            f"whole-record posterior's expected share (computed here, all released columns seen): {whole.mean():.3f} "
+            f"% (sd {_sd(whole):.3f}; largest gap to the key's ceiling {_gap(runs):.1e} points)", ""]
     lines = ["| attack | right, % (mean over keys) | sd, points | ceiling, % | baseline, % | mean minus ceiling, "
              "points (in SE) | largest key minus ceiling, in sd | above the ceiling |", "|---|---|---|---|---|---|---|---|"]
     for r in summarise(runs):
         lines.append(f"| {r.attack} | {r.mean:.3f} | {r.sd:.3f} | {r.ceiling:.3f} | {r.baseline:.3f} | "
                      f"{r.minus_ceiling:+.3f} ({r.minus_ceiling_se:+.1f}) | {r.largest_key_sd:+.2f} | {r.above} |")
     return "\n".join(head + lines)
+
+
+def _gap(runs: TargetRuns) -> float:
+    """The largest difference over the keys, in points, between the whole-record posterior's expected share computed
+    here and the library's ceiling (the same sum: 0 up to rounding)."""
+    return float(np.max(np.abs(np.subtract(runs.whole_ceiling, runs.ceiling)))) * 100 / runs.records
 
 
 def _sd(x: np.ndarray) -> float:
@@ -242,13 +254,15 @@ def one_key(data: pd.DataFrame, manifest: Manifest, known: Sequence[str], target
     for feature in rec.per_feature:
         t = feature.feature
         truth = bayes_ceiling(released, manifest, list(known), t, prior=data, original=data, prior_label=TRUE_LAW)
-        estimated = bayes_ceiling(released, manifest, list(known), t, original=data)
+        own = bayes_ceiling(released, manifest, list(known), t, prior=data, original=data, scope="target")
+        estimated = bayes_ceiling(released, manifest, list(known), t, original=data, scope="target")
         r = runs[t]
+        r.conditioned_on = truth.conditioned_on
         r.records, r.baseline = truth.records, truth.baseline_expected
         r.over_draws, r.correct_over_draws = truth.expected_over_draws, truth.correct_over_draws
         r.ceiling.append(truth.expected_correct)
         r.whole_ceiling.append(float(whole[t][1].sum()))
-        counts = (feature.accuracy * len(data), estimated.realised_correct, truth.realised_correct,
+        counts = (feature.accuracy * len(data), estimated.realised_correct, own.realised_correct,
                   int(whole[t][0].sum()))
         for attack, count in zip(ATTACKS, counts, strict=True):
             assert count is not None  # the original is passed: the realised counts are given

@@ -90,13 +90,20 @@ def _matrices(manifest: Manifest, folder: Path) -> list[dict[str, Any]]:
 
 def enumerate_posteriors(original: pd.DataFrame, released: pd.DataFrame, matrices: list[dict[str, Any]],
                          known: list[str], target: str,
-                         prior: Counter[tuple[str, ...]] | None = None) -> dict[int, dict[str, float]]:
+                         prior: Counter[tuple[str, ...]] | None = None,
+                         whole: bool = False) -> dict[int, dict[str, float]]:
     """Per record (its position) with its known values whose released cells are all in the matrices:
     P(target | released cells, known)
     as prior(x, known, other columns) x prod over the variables reading a target or known column of
     M[true cell, released cell], summed over the other columns and normalised; the prior is the original's
-    counts of the columns involved unless given (keyed by the same column order)."""
-    involved = [v for v in matrices if set(v["columns"]) & {target, *known}]
+    counts of the columns involved unless given (keyed by the same column order).  ``whole``: every variable of the
+    manifest read, and every other column of the file (released exactly) matched like a known one."""
+    involved = matrices if whole else [v for v in matrices if set(v["columns"]) & {target, *known}]
+    read = {c for v in involved for c in v["columns"]}
+    if whole:
+        # a column released exactly with a missing value is not read (bayes_ceiling says so in not_conditioned_on)
+        known = [*known, *(c for c in original.columns if c not in read and c not in known and c != target
+                           and not original[c].isna().any())]
     columns = list(dict.fromkeys([target, *known, *(c for v in involved for c in v["columns"])]))
     if prior is None:
         prior = Counter(tuple(str(x) for x in row) for row in original[columns].itertuples(index=False))
@@ -162,7 +169,9 @@ def test_the_posterior_is_the_enumerated_one_within_strata(stratified: tuple, tm
     _finite(c)
     # under the true law the two expectations over the draws are one (docs/risk.md)
     assert math.isclose(c.correct_over_draws, c.expected_over_draws, rel_tol=1e-9)
-    _check_against(c, enumerate_posteriors(data, released, _matrices(manifest, tmp_path), known, target))
+    _check_against(c, enumerate_posteriors(data, released, _matrices(manifest, tmp_path), known, target, whole=True))
+    assert c.scope == "record" and c.not_conditioned_on == ()
+    assert set(c.conditioned_on) == set(data.columns) - set(known)
 
 
 def test_the_posterior_odds_are_within_e_epsilon_given_the_structure(stratified: tuple, tmp_path: Path) -> None:
@@ -176,7 +185,7 @@ def test_the_posterior_odds_are_within_e_epsilon_given_the_structure(stratified:
     alone = design_release(data, ["walls"], epsilon=2.0, rng=random.Random(3), strata="urbrur")
     released_alone = perturb_frame(data, alone, key=KEY).data
     eps_alone = float(_matrices(alone, tmp_path)[0]["epsilon_given_block"])
-    for man, rel, bound in ((alone, released_alone, eps_alone), (manifest, released, walls + roof)):
+    for man, rel, bound in ((alone, released_alone, eps_alone), (manifest, released, walls + roof)):  # whole record
         c = bayes_ceiling(rel, man, ["urbrur", "sex"], "walls", prior=data, original=data)
         worst = 0.0
         for post, prior in zip(c.posterior, c.prior_given_known):
@@ -186,8 +195,8 @@ def test_the_posterior_odds_are_within_e_epsilon_given_the_structure(stratified:
                     if a != b:
                         worst = max(worst, (post[a] / post[b]) / (prior[a] / prior[b]))
         assert worst <= math.exp(bound) * (1 + 1e-9)
-        own = eps_alone if man is alone else walls  # the epsilon of the variable holding the target
-        assert c.epsilon == math.inf and c.epsilon_given_structure == pytest.approx(own, rel=1e-12)
+        # every perturbed variable read: the record's epsilon given the structure, not walls' alone
+        assert c.epsilon == math.inf and c.epsilon_given_structure == pytest.approx(bound, rel=1e-12)
         if man is alone:  # met: some released cell's ratio of rows is the matrix's epsilon within its block
             assert worst >= math.exp(bound) * 0.99
 
@@ -222,7 +231,7 @@ def test_a_known_stratum_works_with_the_estimated_prior(stratified: tuple, tmp_p
     the posteriors are the enumerated ones with that table as the prior."""
     data, manifest, released = stratified
     for target in ("walls", "roof"):
-        c = bayes_ceiling(released, manifest, known, target, original=data)
+        c = bayes_ceiling(released, manifest, known, target, original=data, scope="target")
         assert c.prior == "estimated (mle)" and c.records == len(data)
         _finite(c)
         prior = _estimated_counts(released, manifest, known, target)
@@ -255,14 +264,15 @@ def test_structured_designs_give_finite_enumerated_posteriors(small: pd.DataFram
         # a record without its stratum is released as it is (no cell of the matrix) or has no known value
         unscored = int(small["urbrur"].isna().sum()) if "strata" in settings or "urbrur" in known else 0
         for prior in (small, None):
-            c = bayes_ceiling(released, manifest, known, target, prior=prior, original=small)
+            c = bayes_ceiling(released, manifest, known, target, prior=prior, original=small,
+                              scope="record" if prior is not None else "target")
             _finite(c)
             assert c.impossible == 0
             assert c.left_out == unscored
             if prior is not None:
                 assert c.unsupported == 0
                 assert math.isclose(c.correct_over_draws, c.expected_over_draws, rel_tol=1e-9)
-                _check_against(c, enumerate_posteriors(small, released, matrices, known, target))
+                _check_against(c, enumerate_posteriors(small, released, matrices, known, target, whole=True))
 
 
 def test_an_impossible_record_is_counted_not_divided(stratified: tuple) -> None:
@@ -311,12 +321,14 @@ def test_the_command_runs_under_warnings_as_errors(tmp_path: Path) -> None:
     assert [c["target"] for c in result["ceilings"]] == [["roof"], ["roof"], ["walls"], ["walls"]]
     manifest = json.loads((tmp_path / "m.json").read_text())
     given = {v["name"]: float(v["epsilon_given_block"]) for v in manifest["variables"]}
+    record = given["roof"] + given["walls"]  # the whole record read: both variables move the odds
     assert [line for line in text.splitlines() if line.startswith("Bayes ceiling")] == [
-        f"Bayes ceiling of {name} (epsilon inf; {given[name]:.4g} given the structure, 1,500 records; "
+        f"Bayes ceiling of {name} (epsilon inf; {record:.4g} given the structure, 1,500 records; "
         "shares of correct guesses, expected / realised)" for name in ("roof", "walls")]
     for c in result["ceilings"]:
         assert c["records"] == 1500 and c["unsupported"] == 0
-        assert c["epsilon_given_structure"] == pytest.approx(given[c["target"][0]], rel=1e-12)
+        # the estimated prior reads the target's cell and the known stratum's cells: roof's and walls' too
+        assert c["epsilon_given_structure"] == pytest.approx(record, rel=1e-12)
         for name in ("share", "baseline_share", "advantage", "realised_share", "correct_over_draws",
                      "expected_over_draws"):
             assert isinstance(c[name], float) and math.isfinite(c[name]), name

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from pramkit import Manifest, PramMatrix
+from pramkit.engine.perturb import perturb_frame
 from pramkit.release.pipeline import design_release
 from pramkit.risk.attack import bayes_ceiling
 
@@ -67,23 +68,38 @@ def test_a_slice_gives_one_table_per_target_with_the_ceiling_made_here(capsys: p
     assert list(tables) == TARGETS
     data = pd.read_csv(NIST, dtype=str, keep_default_na=False).head(rows)
     manifest = design_release(data[list(mc.DEFAULT_FEATURES)], TARGETS, epsilon=eps, rng=random.Random(seed))
+    releases = [perturb_frame(data[list(mc.DEFAULT_FEATURES)], manifest, key=mc.key_of(seed, k)).data for k in range(2)]
     for target, table in tables.items():
         assert [r[0] for r in table] == list(mc.ATTACKS)
         assert all(len(r) == 8 for r in table)
         ceiling, baseline = float(table[0][3]), float(table[0][4])
         assert all(float(r[3]) == ceiling and float(r[4]) == baseline for r in table)
         assert 0.0 <= baseline <= ceiling <= 100.0
-        # by hand: the baseline sum_k max_x n(x, k), the ceiling sum_k sum_z max_x n(x, k) M[x, z] (over every draw)
+        # by hand: the baseline sum_k max_x n(x, k)
         counts = data.groupby([*KNOWN, target]).size().unstack(fill_value=0)
         assert baseline == pytest.approx(100 * counts.max(axis=1).sum() / rows, abs=5e-4)
-        cats = [str(c) for c in manifest[target].matrix.categories]
-        n = counts.reindex(columns=cats, fill_value=0).to_numpy(dtype=float)  # [known values, x]
-        m = np.asarray(manifest[target].matrix.matrix)
-        by_hand = (n[:, :, None] * m[None, :, :]).max(axis=1).sum()
-        assert ceiling == pytest.approx(100 * by_hand / rows, abs=5e-4)
+        # the ceiling, per key the whole record's sum_i max_x P(x | known_i, every released cell), by hand: among the
+        # records sharing the person's known values, each weighs prod_v M_v[its value, the person's released value]
+        assert ceiling == pytest.approx(np.mean([_whole_record_share(data, manifest, released, target)
+                                                 for released in releases]), abs=5e-4)
         for r in table:
             assert 0.0 <= float(r[1]) <= 100.0 and r[7].startswith("n/a")  # 2 keys: no verdict
     assert "time per key" in out and "x the floor" in out
+
+
+def _whole_record_share(data: pd.DataFrame, manifest: Manifest, released: pd.DataFrame, target: str) -> float:
+    """100 sum_i max_x P(x | known_i, every released perturbed cell of record i) / records, record by record."""
+    cats = {t: [str(c) for c in manifest[t].matrix.categories] for t in TARGETS}
+    m = {t: np.asarray(manifest[t].matrix.matrix) for t in TARGETS}
+    x = {t: np.array([cats[t].index(v) for v in data[t]]) for t in TARGETS}
+    z = {t: np.array([cats[t].index(v) for v in released[t]]) for t in TARGETS}
+    total = 0.0
+    for rows in data.groupby(KNOWN).indices.values():
+        for i in rows:
+            weight = np.prod([m[t][x[t][rows], z[t][i]] for t in TARGETS], axis=0)
+            post = np.bincount(x[target][rows], weights=weight, minlength=len(cats[target]))
+            total += post.max() / post.sum()
+    return 100 * total / len(data)
 
 
 def test_an_absent_file_says_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -567,8 +567,8 @@ SHAPES: dict[Any, Printed] = {
         schemas={"records": AT_LEAST_0, "left_out": AT_LEAST_0, "unsupported": AT_LEAST_0},
         descriptions={
             "expected_correct": "The expected number of correct guesses of the Bayes attacker (sum over records of "
-                                "the largest posterior): no attack that sees the record beats it in expectation "
-                                "when the prior is the true law.",
+                                "the largest posterior): no attack that reads the known columns and the columns of "
+                                "conditioned_on beats it in expectation when the prior is the true law.",
             "share": "expected_correct over records: the ceiling.",
             "baseline_expected": "The same for the attacker with the prior and the known columns only.",
             "realised_correct": "How many argmax guesses are right (the original's true values).",
@@ -583,11 +583,17 @@ SHAPES: dict[Any, Printed] = {
                           "with their known values (another file, other records): scored by the prior alone.",
             "epsilon_given_structure": "When a variable holding the target shows structure exactly (strata, "
                                        "kept codes): its epsilon among records that agree on it, which bounds "
-                                       "the posterior odds where epsilon is infinite; null otherwise."},
+                                       "the posterior odds where epsilon is infinite; null otherwise.",
+            "scope": "'record': the posterior reads the whole released record; 'target': only the released cells "
+                     "of the variables holding a target or known column (no bound on an attack reading more).",
+            "conditioned_on": "The released file's columns whose released values the posterior reads.",
+            "given_exactly": "Those of conditioned_on released exactly: the baseline is given them too.",
+            "not_conditioned_on": "The released file's other columns, neither known nor target, the posterior does "
+                                  "not read: an attack reading them may beat the ceiling."},
         order=("target", "known", "prior", "records", "left_out", "epsilon", "epsilon_given_structure",
                "expected_correct", "share", "baseline_expected", "baseline_share", "advantage", "realised_correct",
                "realised_share", "baseline_realised", "correct_over_draws", "expected_over_draws", "unsupported",
-               "impossible")),
+               "impossible", "scope", "conditioned_on", "given_exactly", "not_conditioned_on")),
     LinkageResult: Printed(
         type=LinkageResult, leave_out=("dcr", "dcr_sample", "dcr_holdout", "in_holdout", "unique_known",
                                        "unique_record", "agreeing_on_known"),

@@ -165,6 +165,8 @@ def _print(result: AttackResult, per_record: Path | None = None) -> None:
         print(f"  prior {c.prior}: Bayes {figure(d['share'], 4)} / {figure(d['realised_share'], 4)}, "
               f"prior alone {figure(d['baseline_share'], 4)} / {figure(_share(c.baseline_realised, c.records), 4)}, "
               f"advantage {figure(d['advantage'], 4)}; over every draw {figure(_share(c.correct_over_draws, c.records), 4)}")
+        print(f"    reading {', '.join(c.conditioned_on) or 'nothing'} of the released record"
+              + ("" if not c.not_conditioned_on else f", not {', '.join(c.not_conditioned_on)}"))
     if result.linkage is not None:
         _print_linkage(result.linkage)
     for n in result.notes:

@@ -585,8 +585,9 @@ class CeilingFigures:
     target : str
         The target column(s), comma-separated.
     true_law : bool
-        The prior is the original's own joint table (the ceiling no attack beats in expectation); otherwise it
-        is estimated from the release (what a public attacker believes).
+        The prior is the original's own joint table, given the whole released record (the ceiling no attack
+        reading the columns it names beats in expectation); otherwise it is estimated from the release (what a
+        public attacker reading the target's cell believes).
     prior : str
         The prior's name.
     records : int
@@ -597,7 +598,8 @@ class CeilingFigures:
     realised_share : float or None
         Share of the argmax guesses that are right in this release (from the original).
     epsilon : float
-        The epsilon of the perturbed variables holding the target (nats).
+        The epsilon of the perturbed variables the posterior reads whose cells depend on an unknown column
+        (nats): with the whole record, the record's.
     """
 
     target: str

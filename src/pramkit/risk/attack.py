@@ -3,20 +3,31 @@
 **The Bayes ceiling.**  An attacker knows the true values of some columns of a person (the ``known``
 quasi-identifiers, released exactly or perturbed), has found the person's released record and knows the
 release's matrices (the manifest is public).  The best guess of the true value x of a ``target``
-perturbed variable is the argmax of the exact posterior
+perturbed variable is the argmax of the exact posterior given everything the attacker sees
 
-    P(x | z, known) ∝ prior(x, known) · Π_v M_v[true cell of v, released cell z_v]
+    P(x | z, e, known) ∝ Σ_h prior(x, h, e, known) · Π_v M_v[true cell of v, released cell z_v]
 
-over the perturbed variables v holding a target or known column (independent matrices multiply; a
-known column that is perturbed enters through its released value, a factor that depends on x only when
-it is perturbed jointly with the target; a column of such a joint variable that is neither known nor a
-target is summed over).  The prior is the release's own corrected joint table of the target and known
-columns (public: estimated from the released file and the manifest by :func:`pramkit.estimate_table`),
-or one supplied (the original's own table: the true joint law of the file).  The expected number of
-correct guesses ``sum_i max_x P(x | z_i, known_i)`` is the most any attack on that release can get in
-expectation when the prior is the true law (the Bayes risk); the baseline is the attacker who has the
-prior and the known columns but not the released record (``max_x prior(x | known)``).  The posterior
-odds of two values over their prior odds are ``M[x, z] / M[x', z] <= e^epsilon``: the local guarantee.
+over **every** perturbed variable v of the released record (independent matrices multiply), the other
+perturbed columns h summed over as hidden values of the prior (their released cells in the likelihood: a
+noisy copy of each correlated with the target tells about it), and the columns e released exactly that are
+neither known nor targets conditioned on like the known ones when the prior covers them (a supplied prior
+holding them, whose table fits :data:`MAX_PRIOR_CELLS`).  A known column that is perturbed enters through its
+released value, a factor that depends on x only when it is perturbed jointly with a hidden column.  What the
+posterior reads is a field of the result (:attr:`BayesCeiling.conditioned_on`, and
+:attr:`BayesCeiling.not_conditioned_on`: columns it does not read, which an attack may add).  The prior is the
+release's own corrected joint table of the columns involved (public: estimated from the released file and the
+manifest by :func:`pramkit.estimate_table`), or one supplied (the original's own table: the true joint law
+of the file).  When the prior is the true law, the expected number of correct guesses
+``sum_i max_x P(x | z_i, e_i, known_i)`` is the most any attack that reads the columns of
+:attr:`BayesCeiling.conditioned_on` and the known ones can get in expectation over the draws of the release
+(the Bayes risk); with every released column read (``not_conditioned_on`` empty) it bounds every attack on
+the record.  ``scope="target"`` reads the released cells of the variables holding a target or known column
+only: the ceiling of a narrower attacker, which an attack reading the record's other perturbed columns beats
+(docs/risk.md, the Monte Carlo over keys).  The baseline is the attacker who has the prior, the known columns
+and the columns released exactly but not the perturbed cells (``max_x prior(x | known, e)``).  The posterior
+odds of two values over their prior odds are at most ``e^epsilon`` of every perturbed variable read whose
+cells depend on a column the attacker does not know (:attr:`BayesCeiling.epsilon`: with the whole record,
+the record's epsilon, not the target variable's alone): the local guarantee.
 
 **Linkage** (:mod:`pramkit.risk.attack_linkage`): the original's records found in the released file,
 exactly (unique records on the known columns and on all columns) and by distance to the closest released
@@ -55,6 +66,9 @@ TRUE_LAW = "original (the true joint law)"
 MAX_PRIOR_CELLS = 20_000_000
 #: Most (known values, released cells) pairs whose posterior the expectation over the draws computes.
 MAX_DRAW_PATTERNS = 200_000
+#: What :func:`bayes_ceiling` may condition on: the whole released record (the default), or the released cells
+#: of the variables holding the target and known columns only (a narrower attacker: no ceiling of the others).
+SCOPES = ("record", "target")
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,11 +86,15 @@ class BayesCeiling:
     left_out : int
         Records left out.
     epsilon : float
-        The epsilon of the perturbed variables holding the target columns (added).
+        The epsilon of every perturbed variable the posterior reads whose cells depend on a column the attacker
+        does not know (added): the target's and, with ``scope="record"``, the other perturbed columns'.  The
+        posterior odds of two target values over their prior odds given :attr:`given_exactly` and the known
+        columns are at most ``e^epsilon``.
     expected_correct : float
         ``sum_i max_x P(x | z_i, known_i)``: the expected number of correct guesses of the Bayes attacker.
     baseline_expected : float
-        ``sum_i max_x prior(x | known_i)``: the attacker without the released record.
+        ``sum_i max_x prior(x | known_i, e_i)``: the attacker without the released record's perturbed cells (the
+        columns :attr:`given_exactly` read).
     realised_correct, baseline_realised : int or None
         With the original: how many argmax guesses (posterior, prior given the known) are right.
     correct_over_draws, expected_over_draws : float or None
@@ -92,8 +110,8 @@ class BayesCeiling:
     rows : numpy.ndarray
         The position in the released file of each record scored.
     posterior, prior_given_known : numpy.ndarray
-        Per record scored, the posterior over the target's cells and the prior given the known columns
-        (private with the original: never printed).
+        Per record scored, the posterior over the target's cells and the prior given the known columns and
+        :attr:`given_exactly` (private with the original: never printed).
     truth : numpy.ndarray or None
         With the original: each scored record's true target cell (position in :attr:`categories`).
     epsilon_given_structure : float or None
@@ -105,6 +123,19 @@ class BayesCeiling:
         value of the target and summed-over columns with their known values: a record the manifest cannot
         have released so (another file, other records, wrong known values); their posterior is the prior
         given the known.
+    scope : str
+        ``"record"`` (the default of :func:`bayes_ceiling`): the posterior reads the person's whole released
+        record, every column the manifest perturbs and the columns released exactly that the prior covers;
+        ``"target"``: only the released cells of the variables holding a target or known column.
+    conditioned_on : tuple of str
+        The released file's columns whose released values the posterior reads (beside the known columns'
+        true values), in the file's order.
+    given_exactly : tuple of str
+        Those of :attr:`conditioned_on` released exactly (not perturbed, not known): the prior given the known
+        (:attr:`prior_given_known`, the baseline) is given them too.
+    not_conditioned_on : tuple of str
+        The released file's other columns (neither known nor target) the posterior does not read: the
+        ceiling does not bound an attack that reads them.
     """
 
     target: tuple[str, ...]
@@ -127,6 +158,10 @@ class BayesCeiling:
     truth: np.ndarray | None = field(default=None, repr=False)
     impossible: int = 0
     epsilon_given_structure: float | None = None
+    scope: str = "record"
+    conditioned_on: tuple[str, ...] = ()
+    given_exactly: tuple[str, ...] = ()
+    not_conditioned_on: tuple[str, ...] = ()
 
     @property
     def share(self) -> float:
@@ -182,6 +217,10 @@ class BayesCeiling:
             "expected_over_draws": self.expected_over_draws,
             "unsupported": self.unsupported,
             "impossible": self.impossible,
+            "scope": self.scope,
+            "conditioned_on": list(self.conditioned_on),
+            "given_exactly": list(self.given_exactly),
+            "not_conditioned_on": list(self.not_conditioned_on),
         }
 
 
@@ -464,7 +503,7 @@ def _prior_table(released: pd.DataFrame, manifest: Manifest, axes: list[str], pr
 
         absent = [a for a in axes if a not in prior.columns]
         if absent:
-            raise ParameterError(f"the prior has no column {', '.join(map(repr, absent))}")
+            raise ParameterError(f"the prior has no column {', '.join(map(repr, absent))}: it must hold every column read")
         cats: list[tuple[Label, ...]] = []
         for a in axes:
             var = next((v for v in manifest.variables if v.read_columns == (a,)), None)
@@ -510,6 +549,7 @@ def bayes_ceiling(
     original: pd.DataFrame | None = None,
     estimator: str = "mle",
     prior_label: str | None = None,
+    scope: str = "record",
 ) -> BayesCeiling:
     """The exact Bayes posterior of the target's true value for every released record, and its ceiling.
 
@@ -524,8 +564,8 @@ def bayes_ceiling(
     target : str or sequence of str
         The perturbed column(s) whose true value is guessed (jointly, for several).
     prior : pandas.DataFrame, optional
-        Records whose joint table of the target and known columns is the prior (the original itself:
-        the true joint law).  Default: the release's corrected table (:func:`pramkit.estimate_table`
+        Records whose joint table of the columns read is the prior (the original itself: the true joint
+        law); with ``scope="record"`` it holds every perturbed column of the released file.  Default: the release's corrected table (:func:`pramkit.estimate_table`
         with ``estimator``, negative counts set to 0).
     original : pandas.DataFrame, optional
         The original records, row for row: the true values of perturbed known columns, and the realised
@@ -534,6 +574,13 @@ def bayes_ceiling(
         The estimator of the default prior (one giving counts in ``[0, n]`` is best).
     prior_label : str, optional
         How the result names a supplied prior (default ``"supplied"``).
+    scope : {"record", "target"}, default "record"
+        ``"record"``: the posterior reads the person's whole released record, every column the manifest perturbs
+        (the other perturbed columns summed over as hidden values of the prior, which must then hold them) and
+        the columns released exactly the prior covers; its expected count bounds every attack reading what
+        :attr:`BayesCeiling.conditioned_on` names.  ``"target"``: only the released cells of the variables
+        holding a target or known column; no bound on an attack that reads the record's other columns
+        (:attr:`BayesCeiling.not_conditioned_on`).
 
     Returns
     -------
@@ -542,8 +589,9 @@ def bayes_ceiling(
     Raises
     ------
     ParameterError
-        No target, a target that is known too or not perturbed, a column the files lack, a perturbed
-        known column without the original, a prior of another type or too large a table.
+        No target, a target that is known too or not perturbed, a column the files or the prior lack, a
+        perturbed known column without the original, a prior of another type, too large a table, another
+        scope.
     DataError
         An original with another number of rows.
 
@@ -563,15 +611,20 @@ def bayes_ceiling(
     (7.2, 7.0, 8)
     """
     known, target = _names(known, "known"), _names(target, "target")
+    if scope not in SCOPES:
+        raise ParameterError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
     _check_ceiling(released, manifest, known, target, original)
-    variables = _involved(manifest, (*known, *target))
+    variables = _scope_variables(released, manifest, known, target, scope)
     extra = [c for v in variables for c in v.read_columns if c not in known and c not in target]
     hidden = [*target, *dict.fromkeys(extra)]
-    axes = [*hidden, *known]
-    counts, cats, prior_name = _prior_table(released, manifest, axes, prior, estimator, variables)
-    source = released if original is None else original
-    known_codes = np.stack([_axis_codes(source[k], cats[axes.index(k)], k) for k in known]) if known \
-        else np.zeros((0, len(released)), dtype=np.intp)
+    read = {c for v in variables for c in v.read_columns}
+    rest = [c for c in released.columns if c not in read and c not in known and c not in target]
+    exact = _exact_columns(released, manifest, rest, prior) if scope == "record" else []
+    counts, cats, prior_name, exact = _record_prior(released, manifest, hidden, known, exact, prior, estimator,
+                                                    variables)
+    given = (*known, *exact)
+    axes = [*hidden, *given]
+    known_codes = _given_codes(released, original, given, exact, axes, cats)
     z_codes = np.stack([_released_codes(released, v) for v in variables])
     truth = None
     if original is not None:
@@ -584,21 +637,17 @@ def bayes_ceiling(
     inverse = np.asarray(inverse).reshape(-1)
     factors = [_factor(v, axes, cats) for v in variables]
     t_shape = tuple(len(cats[i]) for i in range(len(target)))
-    post, base, flat, impossible = _posteriors(counts, axes, hidden, known, variables, factors, patterns,
+    post, base, flat, impossible = _posteriors(counts, axes, hidden, given, variables, factors, patterns,
                                                len(target))
     posterior, prior_given = post[inverse], base[inverse]
     if original is not None:
         truth = np.ravel_multi_index(truth_axes[:, keep], t_shape) if len(target) > 1 else truth_axes[0, keep]
-    labels = list(np.ndindex(*t_shape))
-    categories = tuple(tuple(cats[a][i] for a, i in enumerate(idx)) if len(target) > 1 else cats[0][idx[0]]
-                       for idx in labels)
-    epsilon = float(sum(v.epsilon for v in manifest.variables if set(v.columns) & set(target)))
-    holding = [v for v in manifest.variables if set(v.columns) & set(target)]
-    given = float(sum(v.epsilon_given_shown for v in holding)) if any(v.is_structured for v in holding) else None
-    realised = None if truth is None else int((posterior.argmax(axis=1) == truth).sum())
-    base_realised = None if truth is None else int((prior_given.argmax(axis=1) == truth).sum())
+    categories = _target_cells(cats, t_shape, len(target))
+    epsilon, structured = _moving_epsilon(variables, hidden)
+    realised, base_realised = _realised(posterior, prior_given, truth)
     draws = (None, None) if original is None else _over_draws(
-        counts, axes, hidden, known, variables, factors, cats, original, known_codes[:, keep], keep, len(target))
+        counts, axes, hidden, given, variables, factors, cats, original, known_codes[:, keep], keep, len(target))
+    conditioned = tuple(c for c in released.columns if (c in read or c in exact) and c not in known)
     return BayesCeiling(
         target=target, known=known, prior=prior_label or prior_name, records=int(keep.sum()), left_out=int((~keep).sum()),
         epsilon=epsilon, expected_correct=float(posterior.max(axis=1).sum()),
@@ -606,7 +655,79 @@ def bayes_ceiling(
         baseline_realised=base_realised, unsupported=int((flat | impossible)[inverse].sum()),
         correct_over_draws=draws[0], expected_over_draws=draws[1], categories=categories, rows=rows,
         posterior=posterior, prior_given_known=prior_given, truth=truth, impossible=int(impossible[inverse].sum()),
-        epsilon_given_structure=given)
+        epsilon_given_structure=structured, scope=scope,
+        conditioned_on=conditioned,
+        given_exactly=tuple(exact), not_conditioned_on=tuple(c for c in rest if c not in exact))
+
+
+def _realised(posterior: np.ndarray, prior_given: np.ndarray, truth: np.ndarray | None) -> tuple[int | None,
+                                                                                                 int | None]:
+    """How many argmax guesses of the posterior and of the prior given the known are right (None without truth)."""
+    if truth is None:
+        return None, None
+    return int((posterior.argmax(axis=1) == truth).sum()), int((prior_given.argmax(axis=1) == truth).sum())
+
+
+def _given_codes(released: pd.DataFrame, original: pd.DataFrame | None, given: Sequence[str], exact: list[str],
+                 axes: list[str], cats: list[tuple[Label, ...]]) -> np.ndarray:
+    """The codes of the columns given (known: their true values from the original when given; released exactly:
+    their released values), one row per column."""
+    if not given:
+        return np.zeros((0, len(released)), dtype=np.intp)
+    source = released if original is None else original
+    return np.stack([_axis_codes((released if k in exact else source)[k], cats[axes.index(k)], k) for k in given])
+
+
+def _record_prior(released: pd.DataFrame, manifest: Manifest, hidden: list[str], known: tuple[str, ...],
+                  exact: list[str], prior: Any, estimator: str, variables: Sequence[PerturbedVariable]
+                  ) -> tuple[np.ndarray, list[tuple[Label, ...]], str, list[str]]:
+    """The prior table over the hidden, known and exact columns, and the exact columns it holds: none when the
+    table with them would be too large (said in :attr:`BayesCeiling.not_conditioned_on`)."""
+    try:
+        return (*_prior_table(released, manifest, [*hidden, *known, *exact], prior, estimator, variables), exact)
+    except ParameterError:
+        if not exact:
+            raise
+    return (*_prior_table(released, manifest, [*hidden, *known], prior, estimator, variables), [])
+
+
+def _target_cells(cats: list[tuple[Label, ...]], t_shape: tuple[int, ...], targets: int) -> tuple[Any, ...]:
+    """The target's cells in the posterior's order: a label, or a tuple of labels for several targets."""
+    return tuple(tuple(cats[a][i] for a, i in enumerate(idx)) if targets > 1 else cats[0][idx[0]]
+                 for idx in np.ndindex(*t_shape))
+
+
+def _moving_epsilon(variables: Sequence[PerturbedVariable], hidden: list[str]) -> tuple[float, float | None]:
+    """The epsilon (added) of the variables read whose cells depend on a hidden column, and given the structure
+    when one of them shows some (None otherwise): what bounds the posterior odds."""
+    moving = [v for v in variables if set(v.read_columns) & set(hidden)]
+    structured = any(v.is_structured for v in moving)
+    return (float(sum(v.epsilon for v in moving)),
+            float(sum(v.epsilon_given_shown for v in moving)) if structured else None)
+
+
+def _exact_columns(released: pd.DataFrame, manifest: Manifest, rest: list[str], prior: Any) -> list[str]:
+    """The columns of ``rest`` released exactly that the posterior conditions on: those a supplied prior holds,
+    without a missing value (the estimated prior does not cover them; a column with a missing value would leave
+    its records out).  The others are said in :attr:`BayesCeiling.not_conditioned_on`."""
+    if not isinstance(prior, pd.DataFrame):
+        return []
+    perturbed = _perturbed_columns(manifest)
+    exact = [c for c in rest if c not in perturbed]
+    if not all(c in prior.columns for c in exact):
+        return []
+    return [c for c in exact if not released[c].isna().any() and not prior[c].isna().any()]
+
+
+def _scope_variables(released: pd.DataFrame, manifest: Manifest, known: tuple[str, ...], target: tuple[str, ...],
+                     scope: str) -> list[PerturbedVariable]:
+    """The perturbed variables whose released cells the posterior reads: those holding a target or known
+    column, and with ``scope="record"`` every other one whose columns the released file holds."""
+    involved = _involved(manifest, (*known, *target))
+    if scope == "target":
+        return involved
+    columns = set(released.columns)
+    return [v for v in manifest.variables if any(v is u for u in involved) or set(v.read_columns) <= columns]
 
 
 def _posteriors(counts: np.ndarray, axes: list[str], hidden: list[str], known: tuple[str, ...],
@@ -616,39 +737,114 @@ def _posteriors(counts: np.ndarray, axes: list[str], hidden: list[str], known: t
     over the target's cells (flattened), whether the prior gave the known values (or the released cells)
     probability 0, and whether the matrices give the released cells probability 0 from every value of the
     hidden columns with these known values (an impossible pattern: its posterior is the prior given the
-    known, never 0 / 0)."""
-    nk = len(known)
-    h = len(hidden)
-    t_size = math.prod(counts.shape[:targets])
-    post = np.empty((len(patterns), t_size))
-    base = np.empty((len(patterns), t_size))
-    flat = np.zeros(len(patterns), dtype=bool)
-    impossible = np.zeros(len(patterns), dtype=bool)
+    known, never 0 / 0).
+
+    The patterns are grouped by their known values: each group's posteriors are computed at once over the
+    cells of the hidden columns the prior gives weight (the likelihood of every pattern of the group from
+    every such cell, a product of the variables' matrices); a pattern none of them can give, or a group whose
+    known values the prior does not hold, goes through :func:`_pattern_posterior`, over every hidden cell."""
+    nk, h = len(known), len(hidden)
+    hshape = counts.shape[:h]
+    t_size = math.prod(hshape[:targets])
+    n = len(patterns)
+    post, base = np.empty((n, t_size)), np.empty((n, t_size))
+    flat, impossible = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    if n == 0:
+        return post, base, flat, impossible
+    if nk:
+        ks, group = np.unique(patterns[:, :nk], axis=0, return_inverse=True)
+        group = np.asarray(group).reshape(-1)
+    else:
+        ks, group = np.zeros((1, 0), dtype=np.intp), np.zeros(n, dtype=np.intp)
     other = tuple(range(targets, h))
-    for p, pattern in enumerate(patterns):
-        k, z = pattern[:nk], pattern[nk:]
+    for g, k in enumerate(ks):
+        members = np.flatnonzero(group == g)
         prior = counts[(slice(None),) * h + tuple(k)]
-        if prior.sum() <= 0:
-            flat[p] = True
-            prior = np.ones_like(prior)
-        pm = prior.sum(axis=other) if other else prior
-        base[p] = (pm / pm.sum()).reshape(-1)
-        like = np.ones(prior.shape)
-        for v, f, zv in zip(variables, factors, z):
-            like = like * _broadcast(f[..., zv], v, axes, hidden, known, k)
-        if not like.sum() > 0:  # no true value gives these released cells: nothing to divide
-            impossible[p] = True
-            post[p] = base[p]
-            continue
-        joint = prior * like
-        total = joint.sum()
-        if total <= 0:  # the released cell is impossible under the prior: the likelihood alone
-            flat[p] = True
-            joint = like
-            total = joint.sum()
-        marg = joint.sum(axis=other) if other else joint
-        post[p] = (marg / total).reshape(-1)
+        slow = members
+        if prior.sum() > 0:
+            pm = prior.sum(axis=other) if other else prior
+            base[members] = (pm / pm.sum()).reshape(-1)
+            ok = _group_posteriors(prior, axes, hidden, known, variables, factors, patterns[members], k, targets,
+                                   post, members)
+            slow = members[~ok]
+        for p in slow:
+            post[p], base[p], flat[p], impossible[p] = _pattern_posterior(
+                counts, axes, hidden, known, variables, factors, patterns[p], targets)
     return post, base, flat, impossible
+
+
+#: Most (candidate cell, pattern) likelihoods held at once by :func:`_group_posteriors`.
+_CHUNK_CELLS = 4_000_000
+
+
+def _group_posteriors(prior: np.ndarray, axes: list[str], hidden: list[str], known: tuple[str, ...],
+                      variables: list[PerturbedVariable], factors: list[np.ndarray], patterns: np.ndarray,
+                      k: np.ndarray, targets: int, post: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """The posteriors of the patterns of one group of known values ``k`` (written into ``post`` at
+    ``members``), over the hidden cells the prior gives weight; whether each was computed (False: no such cell
+    gives its released cells)."""
+    nk = len(known)
+    hshape = prior.shape
+    cells = np.flatnonzero(prior.reshape(-1) > 0)  # in C order: the target's axes lead, so its cell is sorted
+    weight = prior.reshape(-1)[cells]
+    codes = np.unravel_index(cells, hshape)
+    t_of = np.ravel_multi_index(codes[:targets], hshape[:targets])
+    starts = np.flatnonzero(np.r_[True, t_of[1:] != t_of[:-1]])
+    gathered = []
+    for v, f in zip(variables, factors):
+        own = [a for a in axes if a in v.read_columns]
+        g = f[tuple(k[known.index(a)] if a in known else slice(None) for a in own)]
+        free = [a for a in own if a not in known]
+        gathered.append(g[tuple(codes[hidden.index(a)] for a in free)] if free
+                        else np.broadcast_to(g, (len(cells), g.shape[-1])))
+    done = np.zeros(len(members), dtype=bool)
+    step = max(1, _CHUNK_CELLS // max(len(cells), 1))
+    for a in range(0, len(members), step):
+        z = patterns[a:a + step, nk:]
+        like = np.repeat(weight[:, None], len(z), axis=1)
+        for col, g in enumerate(gathered):
+            like *= g[:, z[:, col]]
+        total = like.sum(axis=0)
+        ok = total > 0
+        marg = np.add.reduceat(like, starts, axis=0)
+        out = np.zeros((math.prod(hshape[:targets]), len(z)))
+        out[t_of[starts]] = marg
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = (out / total).T
+        post[members[a:a + step][ok]] = values[ok]
+        done[a:a + step] = ok
+    return done
+
+
+def _pattern_posterior(counts: np.ndarray, axes: list[str], hidden: list[str], known: tuple[str, ...],
+                       variables: list[PerturbedVariable], factors: list[np.ndarray], pattern: np.ndarray,
+                       targets: int) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+    """One pattern over every hidden cell: the posterior, the prior given the known, whether the prior gave
+    the known values or the released cells probability 0 (flat prior, or the likelihood alone), and whether
+    the pattern is impossible (its posterior is then the prior given the known)."""
+    nk, h = len(known), len(hidden)
+    other = tuple(range(targets, h))
+    k, z = pattern[:nk], pattern[nk:]
+    prior = counts[(slice(None),) * h + tuple(k)]
+    flat = False
+    if prior.sum() <= 0:
+        flat = True
+        prior = np.ones_like(prior)
+    pm = prior.sum(axis=other) if other else prior
+    base = (pm / pm.sum()).reshape(-1)
+    like = np.ones(prior.shape)
+    for v, f, zv in zip(variables, factors, z):
+        like = like * _broadcast(f[..., zv], v, axes, hidden, known, k)
+    if not like.sum() > 0:  # no true value gives these released cells: nothing to divide
+        return base, base, flat, True
+    joint = prior * like
+    total = joint.sum()
+    if total <= 0:  # the released cell is impossible under the prior: the likelihood alone
+        flat = True
+        joint = like
+        total = joint.sum()
+    marg = joint.sum(axis=other) if other else joint
+    return (marg / total).reshape(-1), base, flat, False
 
 
 def _over_draws(counts: np.ndarray, axes: list[str], hidden: list[str], known: tuple[str, ...],
@@ -659,6 +855,8 @@ def _over_draws(counts: np.ndarray, axes: list[str], hidden: list[str], known: t
     enumerated with its probability given the records' true values): the expected number of right argmax
     guesses and the expectation of the sum of the largest posteriors.  The variables of known columns alone
     are left out: their factor does not depend on the target, so it cancels."""
+    if any(h not in original.columns for h in hidden):
+        return None, None
     relevant = [i for i, v in enumerate(variables) if set(v.read_columns) - set(known)]
     sizes = [factors[i].shape[-1] for i in relevant]
     true_hidden = np.stack([_axis_codes(original[h], cats[axes.index(h)], h) for h in hidden])[:, keep]
@@ -703,7 +901,7 @@ def _over_draws(counts: np.ndarray, axes: list[str], hidden: list[str], known: t
         p = post[row[0]]
         correct += weight[j] * float(like @ (p.argmax(axis=1) == truth[firsts[j]]))
         expected += weight[j] * float(like @ p.max(axis=1))
-    return correct, expected
+    return float(correct), float(expected)
 
 
 def _broadcast(f: np.ndarray, variable: PerturbedVariable, axes: list[str], hidden: list[str],
@@ -881,9 +1079,12 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, known: str | Sequence
            estimator: str = "mle", linkage: bool = True, holdout: pd.DataFrame | None = None,
            key: Any = None) -> AttackResult:
     """The reconstruction attack, and with the manifest the Bayes ceiling of each perturbed target twice:
-    with the original's own table as the prior (the true joint law: the ceiling no attack beats in
-    expectation) and with the release's corrected table (the prior a public attacker can make: its expected
-    share is the attacker's belief, its realised share, from the original, the truth).
+    with the original's own table as the prior, given the whole released record (the true joint law: the
+    ceiling no attack that reads the columns of :attr:`BayesCeiling.conditioned_on` and the known ones beats in
+    expectation; every attack on the record when :attr:`BayesCeiling.not_conditioned_on` is empty), and with
+    the release's corrected table of the target and the known columns, given the target's released cell only
+    (``scope="target"``: the belief of a public attacker who reads that cell, its expected share the attacker's
+    belief, its realised share, from the original, the truth; no ceiling).
 
     Parameters
     ----------
@@ -932,7 +1133,7 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, known: str | Sequence
                 ceilings.append(bayes_ceiling(released, manifest, rec.known, t, prior=original, original=original,
                                               prior_label=TRUE_LAW))
                 ceilings.append(bayes_ceiling(released, manifest, rec.known, t, original=original,
-                                              estimator=estimator))
+                                              estimator=estimator, scope="target"))
             notes += [f"Bayes ceiling of {', '.join(c.target)} (prior {c.prior}): {c.impossible:,} record"
                       f"{'s' * (c.impossible != 1)} released in cells the manifest cannot give from their known "
                       f"values, scored by the prior alone" for c in ceilings if c.impossible]

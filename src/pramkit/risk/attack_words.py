@@ -104,19 +104,42 @@ def ceiling_sentence(c: BayesCeiling, true_law: str) -> str:
     >>> c = BayesCeiling(("y",), ("a",), "estimated (mle)", 4, 0, 1.0, 3.0, 2.0, 2, 2, 0, None, None,
     ...                  ("p", "q"), np.arange(4), np.full((4, 2), 0.5), np.full((4, 2), 0.5))
     >>> print(ceiling_sentence(c, "original"))  # doctest: +NORMALIZE_WHITESPACE
-    An attacker who estimates the joint law of y and a from the release itself and finds the person's
-    released record believes a guess of y right for 75 % of people and is right for 50 %.
+    An attacker who estimates the joint law of y and a from the release itself and reads the person's whole
+    released record (nothing) believes a guess of y right for 75 % of people and is right for 50 %.
+    >>> from dataclasses import replace
+    >>> print(ceiling_sentence(replace(c, prior="original", conditioned_on=("y",), scope="target",
+    ...                                not_conditioned_on=("z",)), "original"))  # doctest: +NORMALIZE_WHITESPACE
+    Even knowing the true joint law of the file and a, and reading the person's released y only, the best guess
+    of y is right for 75 % of people in expectation, against 50 % from a alone; this is no ceiling for an
+    attacker who also reads z of the released record.
     """
     target, known = listed(c.target), listed(c.known)
     if c.prior == true_law:
-        return (f"Even knowing the true joint law of {target} and {known} and finding the person's released "
-                f"record, the best guess of {target} is right for {percent(c.share)} of people in expectation, "
-                f"against {percent(c.baseline_share)} without the released record.")
+        return (f"Even knowing the true joint law of the file and {known}, and reading the person's "
+                f"{_reads(c)}, the best guess of {target} is right for {percent(c.share)} of people in expectation, "
+                f"against {percent(c.baseline_share)} from {listed((*c.known, *c.given_exactly))} alone"
+                f"{_unbounded(c)}.")
     realised = None if c.realised_correct is None or not c.records else c.realised_correct / c.records
     belief = (f"An attacker who estimates the joint law of {target} and {known} from the release itself and "
-              f"finds the person's released record believes a guess of {target} right for {percent(c.share)} of "
+              f"reads the person's {_reads(c)} believes a guess of {target} right for {percent(c.share)} of "
               f"people")
     return belief + ("." if realised is None else f" and is right for {percent(realised)}.")
+
+
+def _reads(c: BayesCeiling) -> str:
+    """What of the released record the posterior reads, as words."""
+    cells = listed(c.conditioned_on) if c.conditioned_on else "nothing"
+    if c.scope == "record" and not c.not_conditioned_on:
+        return f"whole released record ({cells})"
+    return f"released {cells} only"
+
+
+def _unbounded(c: BayesCeiling) -> str:
+    """What the ceiling does not bound: an attack that also reads the columns it leaves out."""
+    if not c.not_conditioned_on:
+        return ""
+    return (f"; this is no ceiling for an attacker who also reads {listed(c.not_conditioned_on)} of the released "
+            f"record")
 
 
 def linkage_sentences(link: LinkageResult) -> list[str]:
