@@ -998,8 +998,18 @@ def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-def table(rows: Sequence[Row]) -> str:
-    """The results as one Markdown table, the published references under them."""
+def references(features: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    """The published figures that compare with a run on ``features``: :data:`REFERENCES` for the demographic
+    features they were published on, none for any other set (a figure of other features is no comparison).
+
+    >>> len(references(FEATURES)), references(FEATURE_SETS["family"])
+    (2, ())
+    """
+    return REFERENCES if sorted(features) == sorted(FEATURES) else ()
+
+
+def table(rows: Sequence[Row], refs: Sequence[dict[str, Any]] = REFERENCES) -> str:
+    """The results as one Markdown table, the published references ``refs`` under them."""
     head = ["configuration", "local epsilon", "central epsilon", "k-marginal", "pMSE", "matched % all",
             "matched % unique", "inconsistencies", "TV corrected mean / max (tables)", "TV raw mean / max",
             "release s", "SDNist s"]
@@ -1018,7 +1028,7 @@ def table(rows: Sequence[Row]) -> str:
                  "-" if tv is None else f"{tv.raw_mean:.3f} / {tv.raw_max:.3f}",
                  f"{r.release_seconds:.1f}", f"{r.score_seconds:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    for ref in REFERENCES:
+    for ref in refs:
         cells = [ref["configuration"], str(ref.get("local", "-")), str(ref.get("central", "-")),
                  str(ref.get("k_marginal", "-")), str(ref.get("pmse", "-")), str(ref.get("matched_all", "-")),
                  "-", str(ref.get("inconsistencies", "-")), "-", "-", "-", "-"]
@@ -1049,7 +1059,7 @@ def provenance(rows: Sequence[Row]) -> str:
     return f"libraries: {libraries}\nscored files (SHA-256, first 16 hex digits): {files}"
 
 
-def plot(rows: Sequence[Row], path: Path) -> bool:
+def plot(rows: Sequence[Row], path: Path, refs: Sequence[dict[str, Any]] = REFERENCES) -> bool:
     """k-marginal against matched % of all records, each release labelled by its epsilon; the references too."""
     try:
         import matplotlib
@@ -1074,7 +1084,7 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
     if len(dp) > 1:
         ax.plot([r.scores.matched_all for r in dp if r.scores], [r.scores.k_marginal for r in dp if r.scores],
                 color="tab:blue", lw=0.8)
-    for ref, colour in zip(REFERENCES, ("tab:red", "tab:orange")):
+    for ref, colour in zip(refs, ("tab:red", "tab:orange")):
         ax.scatter(ref["matched_all"], ref["k_marginal"], marker="*", s=120, color=colour)
         ax.annotate(ref["configuration"].replace(" [published]", ""), (ref["matched_all"], ref["k_marginal"]),
                     fontsize=7, xytext=(4, -10), textcoords="offset points", color=colour)
@@ -1091,12 +1101,13 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
 
 def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True) -> list[str]:
     """The configurations of the side-by-side comparison: at each epsilon, pramkit's synthesizers with every
-    column protected (the default model, then the model pgm), then each peer (``peers=False``: pramkit's only).
+    column protected (the default model, the model pgm, and the model pgm under the peers' own guarantee,
+    add-or-remove with delta 1e-5 by zCDP), then each peer (``peers=False``: pramkit's only).
 
     >>> peer_configs([1]), peer_configs([2], peers=False)
-    (['synth-all-1', 'pgm-all-1', 'mst-1', 'aim-1'], ['synth-all-2', 'pgm-all-2'])
+    (['synth-all-1', 'pgm-all-1', 'pgm-zcdp-1', 'mst-1', 'aim-1'], ['synth-all-2', 'pgm-all-2', 'pgm-zcdp-2'])
     """
-    return [name for e in epsilons for name in (f"synth-all-{e:g}", f"pgm-all-{e:g}",
+    return [name for e in epsilons for name in (f"synth-all-{e:g}", f"pgm-all-{e:g}", f"pgm-zcdp-{e:g}",
                                                  *(f"{p}-{e:g}" for p in (PEERS if peers else ())))]
 
 
@@ -1227,10 +1238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name}: k-marginal {s.k_marginal if s else '-'}, local {row.local}, central {row.central}, "
                   f"release {row.release_seconds:.1f} s, SDNist {row.score_seconds:.0f} s", file=sys.stderr,
                   flush=True)
-        print(table(rows))
+        print(table(rows, references(features)))
         print(provenance(rows))
         if args.plot is not None and rows:
-            print(f"frontier: {args.plot}" if plot(rows, args.plot) else "no plot: matplotlib is not installed")
+            print(f"frontier: {args.plot}" if plot(rows, args.plot, references(features))
+                  else "no plot: matplotlib is not installed")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
