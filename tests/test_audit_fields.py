@@ -16,6 +16,7 @@ import copy
 import io
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,32 @@ def _one_per_pattern(raw: Any, kind: str, seen: set[str] | None = None) -> list[
             seen.add(field.path)
             out.append((field, at, value))
     return out
+
+
+def forgeries_escaping(manifest: Path, inputs: dict[str, Any], kind: str = "synthesis manifest",
+                       extra: Sequence[tuple] = (), with_all: Sequence[tuple] = ()) -> tuple[list[str], list[str]]:
+    """Each recomputed field of the file at ``manifest`` forged in turn (one per pattern, then the paths
+    ``extra``), the file audited with ``inputs`` (its manifest and released file only; all of ``inputs`` for the
+    paths ``with_all``), and restored: the paths tried, and those whose forgery passed or was not named."""
+    kept = manifest.read_bytes()
+    plain = {"manifest": manifest, "released": inputs["released"]}
+    targets = [at for field, at, _ in _one_per_pattern(json.loads(kept), kind) if field.kind == "recomputed"]
+    escaped, tried = [], []
+    try:
+        for at in [*targets, *extra]:
+            raw = json.loads(kept)
+            value: Any = raw
+            for step in at:
+                value = value[step]
+            _put(raw, at, forged(value, at[-1]))
+            manifest.write_text(json.dumps(raw, indent=1))
+            result = audit(**(inputs if at in with_all else plain))
+            tried.append(path_text(at))
+            if result.passed or not named(path_text(at), "\n".join(c.line() for c in result.checks)):
+                escaped.append(path_text(at))
+    finally:
+        manifest.write_bytes(kept)
+    return tried, escaped
 
 
 @pytest.fixture(scope="module")
