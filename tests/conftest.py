@@ -43,18 +43,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("spark"))
 
 
-def sdnist_benchmark() -> ModuleType:
-    """``benchmarks/bench_sdnist.py`` as a module, loaded once per process (its configurations, releases and
-    corrected tables are what several test files check)."""
-    name = "bench_sdnist"
+def benchmark_module(name: str) -> ModuleType:
+    """``benchmarks/NAME.py`` as a module, loaded once per process."""
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "benchmarks"
-                                                      / "bench_sdnist.py")
+                                                      / f"{name}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def sdnist_benchmark() -> ModuleType:
+    """``benchmarks/bench_sdnist.py`` as a module, loaded once per process (its configurations, releases and
+    corrected tables are what several test files check)."""
+    return benchmark_module("bench_sdnist")
 
 
 @pytest.fixture

@@ -5,18 +5,16 @@ the eight released patterns enumerated here, and over keys on sdcMicro's testdat
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SDC_DATA
+from conftest import SDC_DATA, benchmark_module
 
 import pramkit
 from pramkit import Manifest, PramMatrix
@@ -29,14 +27,7 @@ KEEP = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("0", "1"))
 
 
 def _bench() -> ModuleType:
-    name = "bench_attack_mc"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "bench_attack_mc.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return benchmark_module("bench_attack_mc")
 
 
 def _copies(n: int = 1000) -> tuple[Manifest, pd.DataFrame]:

@@ -7,16 +7,15 @@ pandas groupby of the true table); the run is skipped when the shared NIST file 
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import benchmark_module
 
 from pramkit import Manifest, PramMatrix
 from pramkit.engine.perturb import perturb_frame
@@ -30,14 +29,7 @@ TARGETS = ["MSP", "EDU", "OWN_RENT", "PINCP_DECILE"]
 
 
 def _benchmark() -> ModuleType:
-    name = "bench_attack_mc"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "bench_attack_mc.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return benchmark_module("bench_attack_mc")
 
 
 mc = _benchmark()
