@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import SDC_DATA, assert_refused, run_cli
+from test_synthesize_neighbours import _table
 
 pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit[pgm]"')
 
@@ -56,16 +57,6 @@ def release(tmp_path_factory) -> dict[str, Any]:
     paths = {"replace": _synthesize(d, "replace"), "ar": _synthesize(d, "ar", "--neighbours", "add-remove")}
     manifests = {k: json.loads(p.with_name(p.stem + ".synthesis.json").read_text()) for k, p in paths.items()}
     return {"dir": d, "frame": frame, "paths": paths, "manifests": manifests}
-
-
-def _table(frame: pd.DataFrame, axes: list[str], cats: dict[str, list[str]]) -> np.ndarray:
-    """The exact table of ``axes`` in the manifest's categories, counted by pandas."""
-    counts = frame.groupby(axes).size()
-    out = np.zeros([len(cats[a]) for a in axes], dtype=np.int64)
-    for key, c in counts.items():
-        key = key if isinstance(key, tuple) else (key,)
-        out[tuple(cats[a].index(k) for a, k in zip(axes, key))] = c
-    return out
 
 
 def _spent(raw: dict[str, Any]) -> Fraction:

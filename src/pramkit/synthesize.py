@@ -515,12 +515,12 @@ def zcdp_figures(epsilon: float, delta: float, measurements: Sequence[Mapping[st
     """
     from fractions import Fraction
 
-    from pramkit.privacy.zcdp import best_alpha, rho_for
+    from pramkit.privacy.gaussian import gaussian_rho
+    from pramkit.privacy.zcdp import best_alpha, exponential_rho, rho_for
     from pramkit.synthesize_pgm import _up
 
-    spent = sum((Fraction(int(m["sensitivity"])) / (2 * Fraction(float(m["sigma2"]))) for m in measurements),
-                Fraction(0))
-    spent += sum((Fraction(float(x["epsilon"])) ** 2 / 8 for x in selections), Fraction(0))
+    spent = sum((gaussian_rho(float(m["sigma2"]), int(m["sensitivity"])) for m in measurements), Fraction(0))
+    spent += sum((exponential_rho(float(x["epsilon"])) for x in selections), Fraction(0))
     budget = rho_for(epsilon, delta)
     return {"delta": float(delta), "rho": _up(spent), "rho_budget": budget, "alpha": best_alpha(budget, epsilon)}
 

@@ -160,11 +160,6 @@ class Table:
     sensitivity: int = 2
     sigma2: float | None = None
 
-    @property
-    def sd(self) -> float:
-        """The standard deviation of the table's noise (discrete Laplace, or discrete Gaussian when ``sigma2``)."""
-        return table_sd(self)
-
 
 @dataclass
 class PgmFit:
@@ -179,7 +174,6 @@ class PgmFit:
     cliques: list[tuple[str, ...]]
     rounds: int
     total: float | None = None
-    rho: float | None = None
 
 
 def check_pgm_settings(model: Any, max_cells: Any) -> str:
@@ -384,18 +378,6 @@ def table_sd(t: Any) -> float:
     return noise_sd(float(field("epsilon")), int(field("sensitivity")))
 
 
-def expected_abs(t_sd: float, gaussian: bool, epsilon: float = 0.0, sensitivity: int = 2) -> float:
-    """The expected absolute noise of one cell: ``sqrt(2 / pi) sd`` for Gaussian noise of deviation ``t_sd``,
-    :func:`expected_noise` of ``epsilon`` and ``sensitivity`` for discrete Laplace noise.
-
-    Examples
-    --------
-    >>> round(expected_abs(10.0, True), 3), expected_abs(0.0, False, 1.0) == expected_noise(1.0)
-    (7.979, True)
-    """
-    return math.sqrt(2 / math.pi) * t_sd if gaussian else expected_noise(epsilon, sensitivity)
-
-
 def estimated_total(tables: Sequence[Any]) -> float:
     """The number of records estimated from noisy tables alone (add-or-remove neighbours, module docstring):
     each table's sum weighted by the inverse of its variance ``cells * noise_sd(epsilon, sensitivity)^2``, at
@@ -482,13 +464,16 @@ class Accounting:
         """A table's epsilon (pure) or ``sigma2`` (zCDP) for ``amount``, and what it spends."""
         if self.kind == "pure":
             return amount, None, Fraction(amount)
-        sigma2 = _up(Fraction(self.sensitivity) / (2 * Fraction(amount)))
-        return None, sigma2, Fraction(self.sensitivity) / (2 * Fraction(sigma2))
+        from pramkit.privacy.gaussian import gaussian_rho, gaussian_sigma2
+
+        sigma2 = _up(gaussian_sigma2(amount, self.sensitivity))
+        return None, sigma2, gaussian_rho(sigma2, self.sensitivity)
 
     def expected_abs(self, epsilon: float | None, sigma2: float | None) -> float:
-        """The expected absolute noise of one cell of a table measured at ``epsilon`` or ``sigma2``."""
+        """The expected absolute noise of one cell of a table measured at ``epsilon`` or ``sigma2`` (Gaussian:
+        ``sqrt(2 sigma2 / pi)``)."""
         if sigma2 is not None:
-            return expected_abs(math.sqrt(sigma2), True)
+            return math.sqrt(2 * sigma2 / math.pi)
         return expected_noise(float(epsilon), self.sensitivity)  # type: ignore[arg-type]
 
 
@@ -736,12 +721,9 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     if rounds is None:
         rounds = ROUNDS_PER_VARIABLE * len(names)
     accounting = Accounting("pure" if delta is None else "zcdp", TABLE_SENSITIVITY[neighbours])
-    rho = None
-    if delta is not None:
-        from pramkit.privacy.zcdp import rho_for
+    from pramkit.privacy.zcdp import rho_for
 
-        rho = rho_for(float(epsilon), float(delta))
-    budget = _Budget(epsilon if rho is None else rho, rounds, len(names))
+    budget = _Budget(epsilon if delta is None else rho_for(float(epsilon), float(delta)), rounds, len(names))
     if round_iters is None:
         round_iters = ROUND_ITERS if delta is None else ZCDP_ROUND_ITERS
     with _quiet_jax():
@@ -770,7 +752,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
             if not m[tuple(drawn[:, i] for i in idx)].all():
                 raise DataError("the released records break an edit rule the model should have kept: report this")
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
-                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), rho)
+                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total())
 
 
 def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
@@ -1107,7 +1089,11 @@ def _check_selection_rho(raw: Mapping[str, Any], sel: Mapping[str, Any], value: 
     eps = sel.get("epsilon")
     if delta_of_manifest(raw) is None or not isinstance(eps, (int, float)) or isinstance(eps, bool):
         return False, "a selection's rho is stated under zCDP only (a procedure.delta), of its epsilon"
-    want = _up(Fraction(eps) ** 2 / 8)
+    from pramkit.privacy.zcdp import exponential_rho
+
+    if not (math.isfinite(eps) and eps > 0):
+        return False, f"a selection's rho is of a positive epsilon, stated {eps!r}"
+    want = _up(exponential_rho(eps))
     return value == want, "epsilon^2 / 8, rounded up" if value == want else f"stated {value!r}, epsilon^2 / 8 is {want!r}"
 
 
@@ -1183,4 +1169,6 @@ def table_rho(sensitivity: int, sigma2: float) -> float:
     >>> table_rho(1, 100.0), table_rho(2, 100.0)
     (0.005, 0.01)
     """
-    return _up(Fraction(sensitivity) / (2 * Fraction(sigma2)))
+    from pramkit.privacy.gaussian import gaussian_rho
+
+    return _up(gaussian_rho(sigma2, sensitivity))

@@ -24,6 +24,8 @@ import pandas as pd
 
 from pramkit.audit.result import Check
 from pramkit.errors import PramkitError
+from pramkit.privacy.gaussian import MAX_SIGMA2, gaussian_rho
+from pramkit.privacy.zcdp import exponential_rho
 
 AUDIT = "synthesis"
 
@@ -147,7 +149,8 @@ def _table_checks(raw: dict[str, Any], ms: list[Any], k: int, delta: float | Non
                       for a in axes)
         noisy = np.asarray(m.get("noisy"))
         x = m.get(param)
-        good = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+        good = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 and \
+            (delta is None or x <= MAX_SIGMA2)
         ok = (m.get("mechanism") == mechanism and m.get("sensitivity") == k and good and noisy.shape == shape
               and noisy.dtype.kind in "iu")
         checks.append(_check(f"measurements[{i}]", ok, f"{' x '.join(axes)}: {words} at sensitivity {k}, "
@@ -155,7 +158,7 @@ def _table_checks(raw: dict[str, Any], ms: list[Any], k: int, delta: float | Non
                              f"{axes}: mechanism {mechanism}, sensitivity {k}, a positive {param} and integer counts "
                              f"of shape {shape} expected"))
         if good:
-            total += Fraction(x) if delta is None else Fraction(k) / (2 * Fraction(x))
+            total += Fraction(x) if delta is None else gaussian_rho(x, k)
     return total
 
 
@@ -208,7 +211,7 @@ def _selection_checks(raw: dict[str, Any], checks: list[Check]) -> Fraction:
         ok = isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps > 0
         checks.append(_check(f"selections[{i}]", ok, f"the exponential mechanism at epsilon {eps}" if ok
                              else "a positive epsilon expected"))
-        total += (Fraction(eps) ** 2 / 8 if zcdp else Fraction(eps)) if ok else 0
+        total += (exponential_rho(eps) if zcdp else Fraction(eps)) if ok else 0
     return total
 
 

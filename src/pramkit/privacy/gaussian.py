@@ -224,6 +224,20 @@ def gaussian_sigma2(rho: Fraction | float, sensitivity2: int = 1) -> Fraction:
     return Fraction(_check_int(sensitivity2, "sensitivity2", 1)) / (2 * _exact(rho, "rho"))
 
 
+def gaussian_rho(sigma2: Fraction | float | int, sensitivity2: int = 1) -> Fraction:
+    """The zCDP of Gaussian noise of variance ``sigma2`` on a query of squared L2 sensitivity ``sensitivity2``:
+    ``sensitivity2 / (2 sigma2)``, exactly (the inverse of :func:`gaussian_sigma2`).
+
+    Examples
+    --------
+    >>> gaussian_rho(100.0), gaussian_rho(100, sensitivity2=2)
+    (Fraction(1, 200), Fraction(1, 100))
+    >>> gaussian_rho(gaussian_sigma2(0.1)) == Fraction(0.1)
+    True
+    """
+    return Fraction(_check_int(sensitivity2, "sensitivity2", 1)) / (2 * _check_sigma2(sigma2))
+
+
 def dg_counts(
     counts: ArrayLike,
     sigma2: Fraction | float | int,
