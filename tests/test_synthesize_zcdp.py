@@ -119,6 +119,16 @@ def test_the_summary_states_the_pair(release, tmp_path):
     assert code == 0, err
     assert "central epsilon: 2, delta 1e-05 (zCDP;" in out
     assert (tmp_path / "s.csv").read_bytes() == release["paths"]["replace"].read_bytes()
+    code, out, err = run_cli("synthesize", release["dir"] / "o.csv", "--vars", ",".join(VARS), "--public", "",
+                             "--epsilon", EPSILON, "--model", "pgm", "--delta", DELTA, "--out", tmp_path / "j.csv",
+                             "--key-file", release["dir"] / "k.key", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["delta"] == float(DELTA) and summary["record_epsilon"] <= float(EPSILON)
+    code, out, err = run_cli("synthesize", release["dir"] / "o.csv", "--vars", ",".join(VARS), "--public", "",
+                             "--epsilon", EPSILON, "--model", "pgm", "--out", tmp_path / "p.csv",
+                             "--key-file", release["dir"] / "k.key", "--json")
+    assert code == 0 and json.loads(out)["delta"] is None, err  # pure epsilon-DP states no delta
 
 
 def test_the_audit_passes_and_names_each_forged_field(release):

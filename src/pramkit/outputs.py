@@ -808,7 +808,7 @@ OUTPUTS: dict[str, Output] = {out.kind: out for out in [
                     "DP-measured margins (docs/synthesize.md): the files, the model, the central epsilon and the "
                     "guarantee.",
         leave_out=("data", "measurements", "manifest"), rename={"manifest_path": "manifest"},
-        add={"rows": int, "tables": int},
+        add={"rows": int, "tables": int, "delta": float | None},
         hints={"record_epsilon": Annotated[float, NOT_NULL], "seconds": Finite},
         schemas={"rows": AT_LEAST_0, "tables": {"minimum": 1}, "shared_draws": AT_LEAST_0, "seconds": AT_LEAST_0},
         descriptions={
@@ -816,10 +816,12 @@ OUTPUTS: dict[str, Output] = {out.kind: out for out in [
             "variables": "The synthesized variables.", "public": "The public columns the model conditions on.",
             "tables": "How many DP tables were measured.",
             "record_epsilon": "The central epsilon: the tables' epsilons added, rounded outward.",
+            "delta": "The delta of an (epsilon, delta) guarantee accounted in zCDP (--delta), or null: pure "
+                     "epsilon-DP.",
             "shared_draws": "Records that take the draw of another record with the same public values.",
             "guarantee": "The ledger's sentence."},
-        order=("out", "manifest", "rows", "variables", "public", "tables", "record_epsilon", "shared_draws",
-               "guarantee", "seconds")),
+        order=("out", "manifest", "rows", "variables", "public", "tables", "record_epsilon", "delta",
+               "shared_draws", "guarantee", "seconds")),
 ]}
 
 

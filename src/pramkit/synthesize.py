@@ -202,6 +202,13 @@ class SynthesisResult:
         return str(self.manifest.get("neighbours", "replace-one"))
 
     @property
+    def delta(self) -> float | None:
+        """The delta of an (epsilon, delta) guarantee accounted in zCDP (``--delta``), or ``None`` (pure
+        epsilon-DP), as the manifest's ``procedure.delta`` states it."""
+        value = self.manifest.get("procedure", {}).get("delta")
+        return None if value is None else float(value)
+
+    @property
     def selections(self) -> list[dict[str, Any]]:
         """The model pgm's choices of a table (the manifest's ``selections``; none for the default model)."""
         return list(self.manifest.get("selections", []))
@@ -211,7 +218,7 @@ class SynthesisResult:
         return {"out": self.out,
                 "manifest": self.manifest_path, "rows": len(self.data), "variables": list(self.variables),
                 "public": list(self.public), "tables": len(self.measurements),
-                "record_epsilon": self.record_epsilon, "shared_draws": self.shared_draws,
+                "record_epsilon": self.record_epsilon, "delta": self.delta, "shared_draws": self.shared_draws,
                 "guarantee": self.guarantee, "seconds": round(self.seconds, 3)}
 
 
