@@ -63,14 +63,28 @@ def release(tmp_path_factory) -> dict[str, Any]:
             "released": pd.read_csv(paths["ar"], dtype=str, keep_default_na=False)}
 
 
-def _table(frame: pd.DataFrame, axes: list[str], cats: dict[str, list[str]]) -> np.ndarray:
-    """The exact table of ``axes`` in the manifest's categories, counted by pandas."""
+def _table(frame: pd.DataFrame, axes: list[str], cats: dict[str, list[str]],
+           groups: dict[str, Any] | None = None) -> np.ndarray:
+    """The exact table of ``axes`` in the manifest's categories (a variable's ``groups`` merged, where given),
+    counted by pandas."""
+    def cells(a: str) -> tuple[dict[str, int], int]:
+        merged = (groups or {}).get(a) or [[j] for j in range(len(cats[a]))]
+        return {cats[a][j]: k for k, g in enumerate(merged) for j in g}, len(merged)
+
+    index = {a: cells(a) for a in axes}
     counts = frame.groupby(axes).size()
-    out = np.zeros([len(cats[a]) for a in axes], dtype=np.int64)
+    out = np.zeros([index[a][1] for a in axes], dtype=np.int64)
     for key, c in counts.items():
         key = key if isinstance(key, tuple) else (key,)
-        out[tuple(cats[a].index(k) for a, k in zip(axes, key))] = c
+        out[tuple(index[a][0][k] for a, k in zip(axes, key))] += c
     return out
+
+
+def _groups(raw: dict[str, Any], i: int) -> dict[str, Any]:
+    """The groups of the model's compression that table ``i`` of a manifest is measured over: none for the
+    start's 1-way tables (one a variable), each variable's ``groups`` after them."""
+    variables = raw["variables"]
+    return {} if i < len(variables) else {v: s.get("groups") for v, s in variables.items()}
 
 
 def _categories(raw: dict[str, Any]) -> dict[str, list[str]]:
@@ -116,15 +130,15 @@ def test_each_table_moves_by_one_when_a_record_is_added_or_removed(release):
     small = release["frame"].head(40).reset_index(drop=True)
     grid = [dict(zip(VARS, combo)) for combo in itertools.product(*(cats[v] for v in VARS))]
     assert raw["neighbours"] == "add-remove"
-    for m in raw["measurements"]:
-        axes = m["axes"]
-        base = _table(small, axes, cats)
-        removed = [np.abs(_table(small.drop(index=i), axes, cats) - base).sum() for i in range(len(small))]
-        added = [np.abs(_table(pd.concat([small, pd.DataFrame([g])], ignore_index=True), axes, cats) - base).sum()
-                 for g in grid]
+    for t, m in enumerate(raw["measurements"]):
+        axes, merged = m["axes"], _groups(raw, t)
+        base = _table(small, axes, cats, merged)
+        removed = [np.abs(_table(small.drop(index=i), axes, cats, merged) - base).sum() for i in range(len(small))]
+        added = [np.abs(_table(pd.concat([small, pd.DataFrame([g])], ignore_index=True), axes, cats, merged)
+                        - base).sum() for g in grid]
         assert max(removed + added) == 1 == min(removed + added) == m["sensitivity"], axes
         replaced = [np.abs(_table(pd.concat([small.drop(index=i), pd.DataFrame([g])], ignore_index=True), axes,
-                                  cats) - base).sum() for i in range(0, len(small), 7) for g in grid]
+                                  cats, merged) - base).sum() for i in range(0, len(small), 7) for g in grid]
         assert max(replaced) == 2, axes
 
 
@@ -171,8 +185,8 @@ def test_the_noise_is_discrete_laplace_at_scale_one_over_epsilon(release):
     assert _variance(eps, 2) > 3 * var
     assert abs(noise.mean()) < 4 * math.sqrt(var / noise.size)
     # the release's own tables: each cell's noise squared over its law's variance averages about 1
-    z = np.concatenate([((np.asarray(t["noisy"]) - _table(frame, t["axes"], cats)) ** 2).ravel()
-                        / _variance(float(t["epsilon"]), 1) for t in raw["measurements"]])
+    z = np.concatenate([((np.asarray(t["noisy"]) - _table(frame, t["axes"], cats, _groups(raw, i))) ** 2).ravel()
+                        / _variance(float(t["epsilon"]), 1) for i, t in enumerate(raw["measurements"])])
     assert 0.6 < z.mean() < 1.6, z.mean()
 
 

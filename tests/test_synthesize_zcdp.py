@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import SDC_DATA, assert_refused, run_cli
-from test_synthesize_neighbours import _table
+from test_synthesize_neighbours import _groups, _table
 
 pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit[pgm]"')
 
@@ -83,9 +83,9 @@ def test_every_table_is_a_discrete_gaussian_measurement(release, which, sensitiv
     raw = release["manifests"][which]
     cats = {v: [str(c) for c in s["categories"]] for v, s in raw["variables"].items()}
     z2, cells = 0.0, 0
-    for m in raw["measurements"]:
+    for i, m in enumerate(raw["measurements"]):
         assert m["mechanism"] == "discrete_gaussian" and m["sensitivity"] == sensitivity and "epsilon" not in m
-        exact = _table(release["frame"], m["axes"], cats)
+        exact = _table(release["frame"], m["axes"], cats, _groups(raw, i))
         resid = np.asarray(m["noisy"]) - exact
         z2 += float((resid.astype(float) ** 2 / m["sigma2"]).sum())
         cells += resid.size

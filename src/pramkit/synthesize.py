@@ -63,6 +63,7 @@ from pramkit.frames import pandas_table
 from pramkit.kernel import _kernels
 from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
 from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
+from pramkit.pgm_compression import COMPRESS_SD
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
@@ -364,14 +365,15 @@ def synthesize_release(
     codes = _encode(frame, variables, cats)
     cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal if src is not None else CSV_DECIMAL)
     if model == "pgm":
-        drawn, measurements, selections, shared, rounds, zcdp = _draw_pgm(
+        drawn, measurements, selections, shared, rounds, zcdp, groups = _draw_pgm(
             codes, variables, cats, rules, epsilon, sk, min_count, max_cells, neighbours, rounds, delta)
         procedure: dict[str, Any] = {"model": "pgm", "max_cells": max_cells, "rounds": rounds,
-                                     "min_count": min_count, **({"delta": delta} if delta is not None else {})}
+                                     "min_count": min_count, **({"delta": delta} if delta is not None else {}),
+                                     "compress": COMPRESS_SD}
     else:
         drawn, measurements, shared = _draw_margins(frame, codes, cell, cell_labels, variables, public_cols, cats,
                                                     rules, epsilon, sk, pool, sweeps, min_count, public_bins)
-        selections, zcdp = [], None
+        selections, zcdp, groups = [], None, {}
         procedure = {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins}
     released, kept = _released_frame(frame, kept, drawn, variables, cats, copy=src is None, neighbours=neighbours)
     if rules is not None and rules.breaking(released, list(released.columns)).any():
@@ -385,8 +387,8 @@ def synthesize_release(
     manifest = {
         "format": FORMAT, "version": FORMAT_VERSION,
         **_neighbours_field(neighbours),
-        "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v]}
-                      for v in variables},
+        "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v],
+                          **({"groups": groups[v]} if groups.get(v) else {})} for v in variables},
         "public": {"columns": list(public_cols), "bins": bins, "cells": len(cell_labels)},
         "released_as_they_are": as_they_are,
         "rules": rules.to_dict() if rules is not None else None,
@@ -474,12 +476,14 @@ def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell
 def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
               rounds: int | None = None, delta: float | None = None
-              ) -> tuple[np.ndarray, list[Measurement], list[Any], int, int, dict[str, float] | None]:
+              ) -> tuple[np.ndarray, list[Measurement], list[Any], int, int, dict[str, float] | None,
+                         dict[str, list[list[int]] | None]]:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
     2.  ``rounds``: the nominal rounds (``None``: the default, which the draws' key does not name).  Under zCDP
-    (``delta``), also the accounting's figures for the ledger (:func:`zcdp_figures`; else None)."""
+    (``delta``), also the accounting's figures for the ledger (:func:`zcdp_figures`; else None).  Last, each
+    variable's compressed categories (:mod:`pramkit.pgm_compression`: ``None`` for one not compressed)."""
     from pramkit.synthesize_pgm import ROUNDS_PER_VARIABLE, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
@@ -503,7 +507,8 @@ def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, lis
                     for t in fit.measurements]
     zcdp = None if delta is None else zcdp_figures(float(epsilon), delta, [m.to_dict() for m in measurements],
                                                    [x.to_dict() for x in fit.selections])
-    return drawn, measurements, fit.selections, shared, fit.rounds, zcdp
+    groups = {v: fit.compression.groups_of(v) for v in variables}
+    return drawn, measurements, fit.selections, shared, fit.rounds, zcdp, groups
 
 
 def zcdp_figures(epsilon: float, delta: float, measurements: Sequence[Mapping[str, Any]],

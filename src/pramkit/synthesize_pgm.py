@@ -10,6 +10,10 @@ and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's
    neighbours, :func:`pramkit.privacy.geometric.dp_counts`) at ``alpha = 0.9`` of a round's epsilon
    ``epsilon / T``, ``T`` the nominal rounds (``rounds``; by default ``ROUNDS_PER_VARIABLE`` times the number
    of variables).
+   Then the categories whose noisy 1-way count is below 3 standard deviations of its noise are merged, alike
+   under every rule (:mod:`pramkit.pgm_compression`, MST's and AIM's domain compression; post-processing):
+   every later table is measured over the merged categories, and a record drawn into a merged category
+   takes one of its categories in proportion to their noisy counts.
 3. **Rounds.**  Each round chooses one candidate by the exponential mechanism (McSherry and Talwar 2007)
    at ``(1 - alpha)`` of the round's epsilon, its quality ``q_r = w_r (|M_r(D) - M_r(p)|_1 - b n_r)``
    (``p`` the current model, ``b`` the expected absolute noise of a measurement this round, ``n_r`` the
@@ -85,6 +89,7 @@ import numpy as np
 
 from pramkit.errors import DataError, ParameterError
 from pramkit.kernel.rng import SecretKey, uniforms
+from pramkit.pgm_compression import COMPRESS_SD, compression_of
 
 #: The models of ``pramkit synthesize``: the default (margins raked over a pool) and the graphical model.
 MODELS = ("margins", "pgm")
@@ -178,6 +183,7 @@ class PgmFit:
     cliques: list[tuple[str, ...]]
     rounds: int
     total: float | None = None
+    compression: Any = None
 
 
 def check_pgm_settings(model: Any, max_cells: Any) -> str:
@@ -654,7 +660,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  epsilon: float, key: SecretKey, draw_key: SecretKey, rules: Any = None,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
-                 anneal: float = 1.0, delta: float | None = None) -> PgmFit:
+                 anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -691,6 +697,10 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         (``epsilon``, ``delta``)-DP (:func:`pramkit.privacy.zcdp.rho_for`), every table is measured with discrete
         Gaussian noise and every selection's epsilon costs ``epsilon^2 / 8``.  ``None`` (default): pure
         ``epsilon``-DP.
+    compress : float
+        After the 1-way tables, the categories whose noisy count is below ``compress`` standard deviations of
+        its noise are merged, alike under every rule (:mod:`pramkit.pgm_compression`; default 3, MST's and
+        AIM's); 0: none.
 
     Returns
     -------
@@ -731,17 +741,21 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     if round_iters is None:
         round_iters = ROUND_ITERS if delta is None else ZCDP_ROUND_ITERS
     with _quiet_jax():
-        domain = mbi.Domain(names, sizes)
-        base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in masks])
+        base = _model_cells(mbi, mbi.Domain(names, sizes), [(v,) for v in names] + [cl for cl, _ in masks])
         if base > max_cells:
             raise ParameterError(f"the rules alone make a model of {base:,} cells, more than max_cells = "
                                  f"{max_cells:,}: raise max_cells or recode to fewer categories")
-        constraints = tuple(mbi.Constraint(domain.project(cl), invalid=np.argwhere(~m)) for cl, m in masks)
-        state = _Rounds(mbi, domain, data, cats, key, constraints, masks, n)
+        first = []
         for v in names:
             eps, sigma2, spent = accounting.measure(budget.first)
             budget.spend(spent)
-            state.add(_measure(data, (v,), eps, key, cats, state.sensitivity, sigma2))
+            first.append(_measure(data, (v,), eps, key, cats, TABLE_SENSITIVITY[neighbours], sigma2))
+        comp = compression_of(names, first, masks, float(compress))
+        state = _compressed_rounds(mbi, comp, data, cats, masks, key, n)
+        domain, sizes_c = state.domain, state.data.sizes
+        base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in state.masks])
+        for t in first:
+            state.add(t)
         state.fit(round_iters)
         _rounds(state, budget, max_cells, base, iters=(round_iters, final_iters), anneal=anneal,
                 accounting=accounting)
@@ -749,14 +763,28 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         if delta is None and record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
         rows = n if n is not None else released_records(state.total())
-        drawn = draw(state.factors(), names, sizes, rows, draw_key, state.cliques())
+        drawn = comp.expand(draw(state.factors(), names, sizes_c, rows, draw_key, state.cliques()), names, draw_key)
     if masks:
         for cl, m in masks:
             idx = [names.index(a) for a in cl]
             if not m[tuple(drawn[:, i] for i in idx)].all():
                 raise DataError("the released records break an edit rule the model should have kept: report this")
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
-                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total())
+                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp)
+
+
+def _compressed_rounds(mbi: Any, comp: Any, data: _Data, cats: Mapping[str, Sequence[Any]],
+                       masks: Sequence[tuple[tuple[str, ...], np.ndarray]], key: SecretKey, n: int | None) -> _Rounds:
+    """The rounds' state over the compressed categories (:class:`pramkit.pgm_compression.Compression`): the
+    original's codes, the categories' labels and the rules' masks compressed, the rules as mbi's structural
+    zeros."""
+    names = data.names
+    sizes_c = [comp.size(v, s) for v, s in zip(names, data.sizes)]
+    masks_c = [(cl, comp.mask(cl, m)) for cl, m in masks]
+    domain = mbi.Domain(names, sizes_c)
+    constraints = tuple(mbi.Constraint(domain.project(cl), invalid=np.argwhere(~m)) for cl, m in masks_c)
+    return _Rounds(mbi, domain, _Data(comp.codes(data.codes, names), names, sizes_c), comp.cats(cats), key,
+                   constraints, masks_c, n, (comp, dict(zip(names, data.sizes))))
 
 
 def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
@@ -804,8 +832,10 @@ class _Rounds:
 
     def __init__(self, mbi: Any, domain: Any, data: _Data, cats: Mapping[str, Sequence[Any]], key: SecretKey,
                  constraints: tuple[Any, ...], masks: Sequence[tuple[tuple[str, ...], np.ndarray]],
-                 n: int | None) -> None:
+                 n: int | None, compression: tuple[Any, dict[str, int]] | None = None) -> None:
         self.mbi, self.domain, self.data, self.cats, self.key = mbi, domain, data, cats, key
+        self.compression = compression
+        self._queries: dict[tuple[tuple[str, ...], bytes], Any] = {}
         self.constraints, self.masks, self.n = constraints, list(masks), n
         self.sensitivity = TABLE_SENSITIVITY["replace-one" if n is not None else "add-remove"]
         self.measurements: list[Any] = []
@@ -836,15 +866,34 @@ class _Rounds:
         # objective, up to a constant): the model's structure, and so its compiled fit, stay the same
         sums: dict[tuple[str, ...], list[Any]] = {}
         for m in self.measurements:
-            w = table_sd(m) ** -2
+            y, var = self._compressed(m)
             acc = sums.setdefault(m.axes, [0.0, 0.0])
-            acc[0] = acc[0] + w * np.asarray(m.noisy, dtype=float).ravel()
-            acc[1] += w
-        ms = [self.mbi.LinearMeasurement(y / w, axes, stddev=w ** -0.5) for axes, (y, w) in sums.items()]
+            acc[0] = acc[0] + y.ravel() / var.ravel()
+            acc[1] = acc[1] + 1.0 / var.ravel()
+        ms = [self._measurement(axes, y / w, w ** -0.5) for axes, (y, w) in sums.items()]
         self.model = self.estimator.estimate(self.domain, ms, known_total=self.total(),
                                              constraints=self.constraints, iters=iters, warm_start=self.model)
         self._factors = None
         self._marginals = {}
+
+    def _compressed(self, m: Any) -> tuple[np.ndarray, np.ndarray]:
+        """A table over the model's categories and each cell's noise variance."""
+        y = np.asarray(m.noisy, dtype=float)
+        if self.compression is None:
+            return y, np.full(y.shape, table_sd(m) ** 2)
+        comp, full = self.compression
+        return comp.table(m.axes, y, table_sd(m) ** 2, full)
+
+    def _measurement(self, axes: tuple[str, ...], y: np.ndarray, sd: np.ndarray) -> Any:
+        """mbi's measurement of ``y`` with noise ``sd`` in each cell: a cell's residual over its own sd (a
+        weighted query, one object for one set of weights, so mbi's compiled fit is reused)."""
+        if np.all(sd == sd[0]):
+            return self.mbi.LinearMeasurement(y, axes, stddev=float(sd[0]))
+        from mbi.marginal_loss import WeightedQuery
+
+        coef = 1.0 / sd
+        query = self._queries.setdefault((axes, coef.tobytes()), WeightedQuery(coef))
+        return self.mbi.LinearMeasurement(y * coef, axes, stddev=1.0, query=query)
 
     def factors(self) -> _Factors:
         if self._factors is None:

@@ -886,6 +886,15 @@ def _check_table_shapes(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     return _compare([value], sorted(rows), "the rows of the tables given the public cell")
 
 
+def _check_pgm_groups(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.pgm_compression import manifest_groups
+
+    wanted = manifest_groups(ctx.raw)
+    if isinstance(wanted, str):
+        return False, wanted
+    return _compare(value, wanted.get(at[1]), "the noisy 1-way table, its noise and the rules give")
+
+
 def _synthesis_tables_epsilon(ctx: FieldContext) -> float:
     from pramkit.privacy.epsilon import record_epsilon
     from pramkit.synthesize_pgm import delta_of_manifest
@@ -977,6 +986,7 @@ CHECKS.update({
     "tables": _check_tables,
     "table share": _check_table_share,
     "table shapes": _check_table_shapes,
+    "pgm groups": _check_pgm_groups,
     "synthesis epsilon": _check_synthesis_epsilon,
     "synthesis ledger": _check_synthesis_ledger,
     "released columns": _check_released_columns,

@@ -145,7 +145,7 @@ def _table_checks(raw: dict[str, Any], ms: list[Any], k: int, delta: float | Non
         ("discrete_gaussian", "sigma2", "discrete Gaussian")
     for i, m in enumerate(ms):
         axes = m.get("axes") or []
-        shape = tuple(int(public.get("cells", -1)) if a == "@public" else len(variables.get(a, {}).get("categories", []))
+        shape = tuple(int(public.get("cells", -1)) if a == "@public" else _model_size(variables.get(a, {}), i >= len(variables))
                       for a in axes)
         noisy = np.asarray(m.get("noisy"))
         x = m.get(param)
@@ -160,6 +160,13 @@ def _table_checks(raw: dict[str, Any], ms: list[Any], k: int, delta: float | Non
         if good:
             total += Fraction(x) if delta is None else gaussian_rho(x, k)
     return total
+
+
+def _model_size(variable: Any, after_start: bool) -> int:
+    """A variable's cells in a table: its categories in a 1-way table of the start (the first tables, one a
+    variable), its groups (``groups``, the model pgm's compression) in a table measured after them."""
+    groups = variable.get("groups") if isinstance(variable, dict) else None
+    return len(groups) if groups and after_start else len(variable.get("categories", []))
 
 
 def zcdp_checks(raw: dict[str, Any], spent: Fraction, delta: float) -> list[Check]:

@@ -24,6 +24,10 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("variables.*.categories", D, "synthesized again", "a variable's categories: the release made again"),
     ("variables.*.categories_source", R, "category source", "declared or read from the data: a data source "
                                                              "is stated in data_dependent"),
+    ("variables.*.groups", R, "pgm groups", "with the model pgm, a variable's categories merged for the model, "
+                                            "each group the indexes of its categories: recomputed from the "
+                                            "variable's noisy 1-way table, its noise, the rules and "
+                                            "procedure.compress"),
     ("public.columns", D, "synthesized again", "the public columns the model conditions on, in order: the "
                                                 "release made again (each one released as it is)"),
     ("public.bins", D, "synthesized again", "the bins of a numeric public column: the release made again"),

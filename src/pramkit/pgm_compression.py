@@ -1,0 +1,231 @@
+"""Domain compression of the model pgm: rare categories merged by their noisy 1-way counts.
+
+MST and AIM (McKenna, Miklau and Sheldon 2021, section 4; dpmm's ``DomainCompressor``) merge, after the 1-way
+tables are measured, the categories of a variable whose noisy count is below three standard deviations of the
+noise: the model then spends no cells, and no budget, on categories the tables cannot tell apart from empty.
+The model pgm does the same, with two changes:
+
+* **The edit rules stay exact.**  Only categories that every rule treats alike are merged: those whose slices
+  of every rule's mask are equal (their *signature*).  The rare categories of one signature form one group; a
+  rare category alone in its signature stays as it is.  Any member of a group then stands for all of them in
+  every rule, so the compressed model keeps every rule, and a record drawn into a group may take any member.
+* **A drawn group is expanded by the noisy counts.**  Within a group a record takes a member with probability
+  proportional to its noisy 1-way count, clipped at 0 (uniformly when no member's is positive), by systematic
+  sampling at keyed uniforms, as the other draws; MST expands uniformly.
+
+Compression reads only the noisy 1-way tables, their noise and the rules (all in the manifest): it is
+post-processing and spends nothing; the audit recomputes every group from the manifest
+(:func:`manifest_groups`).  A variable none of whose categories reaches the threshold is not compressed (as
+MST's), so no variable collapses to one category.
+
+Reference: R. McKenna, G. Miklau and D. Sheldon, "Winning the NIST contest: a scalable and general approach
+to differentially private synthetic data", Journal of Privacy and Confidentiality 11(3), 2021.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: The threshold of compression, in standard deviations of the 1-way table's noise (MST's and AIM's 3).
+COMPRESS_SD = 3.0
+
+
+def compress_groups(noisy: Sequence[float] | np.ndarray, sd: float, threshold: float,
+                    signature: Sequence[bytes] | None = None) -> list[list[int]]:
+    """The compressed categories of one variable, each the list of the category indexes it merges.
+
+    A category is rare when its noisy count is below ``threshold * sd``; the rare categories of one
+    ``signature`` (by default all alike) form one group, in the order of their first member; the others stay
+    alone.  ``threshold`` 0, or no category above it, leaves every category alone.
+
+    Examples
+    --------
+    >>> compress_groups([50, 2, 40, -1, 2], sd=1.0, threshold=3)
+    [[0], [1, 3, 4], [2]]
+    >>> compress_groups([50, 2, 40, -1, 2], sd=1.0, threshold=3, signature=[b"", b"x", b"", b"y", b"x"])
+    [[0], [1, 4], [2], [3]]
+    >>> compress_groups([1, 2], sd=1.0, threshold=3)  # nothing above it: left as it is
+    [[0], [1]]
+    """
+    values = np.asarray(noisy, dtype=float)
+    rare = values < threshold * sd
+    if threshold <= 0 or rare.all() or rare.sum() < 2:
+        return [[i] for i in range(len(values))]
+    sig = list(signature) if signature is not None else [b""] * len(values)
+    by: dict[bytes, list[int]] = {}
+    for i in np.flatnonzero(rare):
+        by.setdefault(sig[i], []).append(int(i))
+    group_of = {i: g for g in by.values() if len(g) > 1 for i in g}
+    return [group_of.get(i, [i]) for i in range(len(values)) if i not in group_of or group_of[i][0] == i]
+
+
+def signatures(variable: str, size: int, masks: Sequence[tuple[tuple[str, ...], np.ndarray]]) -> list[bytes]:
+    """Each category's slices of the rules' masks that name ``variable`` (equal signatures: alike in every rule).
+
+    Examples
+    --------
+    >>> m = np.array([[True, False], [True, True], [True, False]])
+    >>> s = signatures("a", 3, [(("a", "b"), m)])
+    >>> s[0] == s[2], s[0] == s[1]
+    (True, False)
+    """
+    out = [b""] * size
+    for cl, mask in masks:
+        if variable in cl:
+            axis = cl.index(variable)
+            for i in range(size):
+                out[i] += np.ascontiguousarray(np.take(mask, i, axis=axis)).tobytes()
+    return out
+
+
+@dataclass(frozen=True)
+class Compression:
+    """Each variable's compressed categories (:func:`compress_groups`) and the noisy 1-way counts that expand
+    them; a variable not listed, or listed with singletons only, is as it is.
+
+    Examples
+    --------
+    >>> c = Compression({"a": [[0], [1, 2]]}, {"a": np.array([9, 4, 0])})
+    >>> c.size("a"), c.size("b", 4), c.codes(np.array([[0], [2], [1]]), ["a"]).ravel().tolist()
+    (2, 4, [0, 1, 1])
+    >>> c.groups_of("a"), c.groups_of("b")
+    ([[0], [1, 2]], None)
+    """
+
+    groups: Mapping[str, list[list[int]]]
+    counts: Mapping[str, np.ndarray]
+
+    def merged(self, v: str) -> bool:
+        return any(len(g) > 1 for g in self.groups.get(v, ()))
+
+    def size(self, v: str, full: int | None = None) -> int:
+        return len(self.groups[v]) if self.merged(v) else int(full if full is not None else len(self.counts[v]))
+
+    def groups_of(self, v: str) -> list[list[int]] | None:
+        """The manifest's ``groups`` of ``v``: ``None`` when it is not compressed."""
+        return [list(g) for g in self.groups[v]] if self.merged(v) else None
+
+    def _lookup(self, v: str) -> np.ndarray:
+        groups = self.groups[v]
+        out = np.empty(sum(len(g) for g in groups), dtype=np.int64)
+        for k, g in enumerate(groups):
+            out[g] = k
+        return out
+
+    def codes(self, codes: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        """The original's codes in the compressed categories."""
+        out = np.array(codes, dtype=np.int64, copy=True)
+        for j, v in enumerate(names):
+            if self.merged(v):
+                out[:, j] = self._lookup(v)[out[:, j]]
+        return out
+
+    def cats(self, cats: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+        """The compressed categories' labels (a merged group's: its members' labels, joined)."""
+        return {v: ([" | ".join(str(c[i]) for i in g) if len(g) > 1 else c[g[0]] for g in self.groups[v]]
+                    if self.merged(v) else list(c)) for v, c in cats.items()}
+
+    def mask(self, cl: tuple[str, ...], mask: np.ndarray) -> np.ndarray:
+        """A rule's mask over the compressed categories: each group's first member stands for all (they share
+        its slices)."""
+        index = tuple(np.array([g[0] for g in self.groups[a]]) if self.merged(a) else slice(None) for a in cl)
+        return mask[np.ix_(*(np.arange(mask.shape[k])[s] if isinstance(s, slice) else s
+                             for k, s in enumerate(index)))]
+
+    def table(self, axes: tuple[str, ...], noisy: np.ndarray, variance: float,
+              full: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """A noisy table over the compressed categories and each cell's noise variance: a table measured
+        over the full categories (a 1-way table of the start) is summed within each group (a merged cell's
+        variance: the members' added up); one measured after compression is as it is."""
+        y = np.asarray(noisy, dtype=float)
+        ones = np.ones_like(y)
+        for k, a in enumerate(axes):
+            if self.merged(a) and y.shape[k] == full[a]:
+                lookup = self._lookup(a)
+                moved_y, moved_n = np.moveaxis(y, k, 0), np.moveaxis(ones, k, 0)
+                sums = np.zeros((len(self.groups[a]), *moved_y.shape[1:]))
+                cnt = np.zeros_like(sums)
+                np.add.at(sums, lookup, moved_y)
+                np.add.at(cnt, lookup, moved_n)
+                y, ones = np.moveaxis(sums, 0, k), np.moveaxis(cnt, 0, k)
+        return y, ones * variance
+
+    def expand(self, drawn: np.ndarray, names: Sequence[str], key: Any) -> np.ndarray:
+        """The drawn compressed codes back in the full categories: within a merged group, each record takes a
+        member in proportion to its noisy 1-way count clipped at 0 (uniformly when none is positive), by
+        systematic sampling at keyed uniforms."""
+        from pramkit.kernel.rng import uniforms
+        from pramkit.synthesize_pgm import _systematic
+
+        out = np.array(drawn, dtype=np.int64, copy=True)
+        n = len(out)
+        for j, v in enumerate(names):
+            if not self.merged(v):
+                continue
+            counts = np.clip(np.asarray(self.counts[v], dtype=float), 0, None)
+            weights = np.zeros((len(self.groups[v]), len(counts)))
+            for k, g in enumerate(self.groups[v]):
+                w = counts[g]
+                weights[k, g] = w if w.sum() > 0 else 1.0
+            out[:, j] = _systematic(weights, out[:, j], uniforms(key, f"@pgm|{v}|expand-rank", 0, n),
+                                    uniforms(key, f"@pgm|{v}|expand-u", 0, n))
+        return out
+
+
+def compression_of(names: Sequence[str], first: Sequence[Any], masks: Sequence[tuple[tuple[str, ...], np.ndarray]],
+                   threshold: float) -> Compression:
+    """The compression from the start's noisy 1-way tables (``first``, one a variable, in the order of
+    ``names``), their noise and the rules' masks over the full categories.
+
+    Examples
+    --------
+    >>> from pramkit.synthesize_pgm import Table
+    >>> t = Table(("a",), (4,), 0.0, np.array([80, 1, -2, 60]), 1, 4.0)
+    >>> compression_of(["a"], [t], [], 3.0).groups
+    {'a': [[0], [1, 2], [3]]}
+    """
+    from pramkit.synthesize_pgm import table_sd
+
+    groups, counts = {}, {}
+    for v, t in zip(names, first):
+        noisy = np.asarray(t.noisy if not isinstance(t, Mapping) else t["noisy"]).ravel()
+        counts[v] = noisy
+        groups[v] = compress_groups(noisy, table_sd(t), threshold, signatures(v, len(noisy), masks))
+    return Compression(groups, counts)
+
+
+def manifest_groups(raw: Mapping[str, Any]) -> dict[str, list[list[int]] | None] | str:
+    """Each variable's groups as a manifest of the model pgm implies them: recomputed from its first 1-way
+    tables, their noise, its rules and ``procedure.compress``; or why they cannot be.
+
+    Examples
+    --------
+    >>> raw = {"variables": {"a": {"categories": ["x", "y", "z"]}}, "procedure": {"model": "pgm", "compress": 3.0},
+    ...        "rules": None, "measurements": [{"axes": ["a"], "noisy": [90, 1, 2], "sigma2": 4.0,
+    ...                                         "sensitivity": 1}]}
+    >>> manifest_groups(raw)
+    {'a': [[0], [1, 2]]}
+    """
+    from pramkit.structure import as_rules
+    from pramkit.synthesize_pgm import MAX_CELLS, rule_masks
+
+    try:
+        variables = raw["variables"]
+        names = list(variables)
+        threshold = float((raw.get("procedure") or {}).get("compress", 0.0))
+        first = list(raw["measurements"][: len(names)])
+        if [list(m["axes"]) for m in first] != [[v] for v in names]:
+            return "the first tables are not each variable's 1-way table"
+        cats = {v: list(variables[v]["categories"]) for v in names}
+        rules = raw.get("rules")
+        forbidden = rules.get("forbidden") if isinstance(rules, Mapping) else None
+        masks = rule_masks(as_rules(forbidden) if forbidden else None, names, cats,
+                           int((raw.get("procedure") or {}).get("max_cells", MAX_CELLS)))
+        comp = compression_of(names, first, masks, threshold)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        return f"the groups cannot be recomputed ({exc})"
+    return {v: comp.groups_of(v) for v in names}

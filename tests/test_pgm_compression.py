@@ -1,0 +1,156 @@
+"""The model pgm's domain compression: rare categories merged by their noisy 1-way counts, alike under the rules.
+
+On NIST's CRC excerpt (the first 3 000 records; AGEP over its declared 0-99, MSP, SEX; the rule that a person
+under 15 has MSP 'N'), released at (1, 1e-5) under zCDP, add-or-remove neighbours:
+
+* the manifest's ``groups`` are what the published 1-way tables give, recomputed here by hand: a category is
+  rare when its noisy count is below 3 standard deviations (``sqrt(sigma2)``); the rare ages under 15 form one
+  group and the rare ages from 15 another (the rule treats them apart), MSP's 'N' is never merged with a
+  marital status (the rule treats it apart), and every other category stays alone;
+* every table measured after the start is over the groups (its shape), and the noise of each is that of its
+  stated variance against the table counted here over the groups;
+* every released record keeps the rule, and a released age within a group follows the group's noisy counts;
+* the audit passes with the original and the key (which make the release again) and names a forged group and a
+  forged threshold; ``compress=0`` leaves every category as it is (the fit's tables over them all).
+
+Skipped in one line without ``mbi`` or without the shared data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_synthesize_neighbours import _groups, _table
+
+pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit[pgm]"')
+
+from pramkit.audit import audit
+from pramkit.synthesize import synthesize_release
+
+NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
+VARS = ["AGEP", "MSP", "SEX"]
+ROWS = 3_000
+KEY = bytes(range(32))
+AGES = [str(a) for a in range(100)]
+YOUNG = {str(a) for a in range(15)}
+MARRIED = ["1", "2", "3", "4", "5", "6"]  # MSP's statuses; 'N' is not applicable (under 15)
+RULES = f"AGEP,MSP\n{'|'.join(sorted(YOUNG))},{'|'.join(MARRIED)}\n"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> dict[str, Any]:
+    if not NIST.is_file():
+        pytest.skip("../shared/data/nist-crc is not available")
+    d = tmp_path_factory.mktemp("compress")
+    frame = pd.read_csv(NIST, dtype=str, keep_default_na=False, usecols=VARS)[VARS].head(ROWS)
+    frame.to_csv(d / "o.csv", index=False)
+    (d / "rules.csv").write_text(RULES)
+    (d / "k.key").write_text(KEY.hex())
+    (d / "k.key").chmod(0o600)
+    res = synthesize_release(d / "o.csv", d / "s.csv", variables=VARS, public="", epsilon=1.0, key=d / "k.key",
+                             categories={"AGEP": AGES}, forbid=d / "rules.csv", model="pgm", delta=1e-5,
+                             neighbours="add-remove", na_values=())
+    raw = json.loads((d / "s.synthesis.json").read_text())
+    return {"dir": d, "frame": frame, "raw": raw, "released": pd.read_csv(d / "s.csv", dtype=str,
+                                                                            keep_default_na=False), "res": res}
+
+
+def _by_hand(raw: dict[str, Any], v: str, alike: Any) -> list[list[int]]:
+    """The groups of ``v`` from its published 1-way table: the rare categories (noisy count below 3 sd)
+    merged within each class of ``alike`` (the categories the rule treats alike), others alone."""
+    m = raw["measurements"][VARS.index(v)]
+    assert m["axes"] == [v]
+    cats = raw["variables"][v]["categories"]
+    rare = [i for i, y in enumerate(m["noisy"]) if y < 3 * math.sqrt(m["sigma2"])]
+    classes: dict[Any, list[int]] = {}
+    for i in rare:
+        classes.setdefault(alike(cats[i]), []).append(i)
+    merged = {i: g for g in classes.values() if len(g) > 1 for i in g}
+    if len(rare) == len(cats):
+        return [[i] for i in range(len(cats))]
+    return [merged.get(i, [i]) for i in range(len(cats)) if i not in merged or merged[i][0] == i]
+
+
+def test_the_groups_are_what_the_published_tables_give(release):
+    raw = release["raw"]
+    assert raw["procedure"]["compress"] == 3.0
+    expected = {"AGEP": _by_hand(raw, "AGEP", lambda c: c in YOUNG),
+                "MSP": _by_hand(raw, "MSP", lambda c: c == "N"), "SEX": _by_hand(raw, "SEX", lambda c: 0)}
+    for v in VARS:
+        groups = raw["variables"][v].get("groups")
+        assert (groups or [[i] for i in range(len(raw["variables"][v]["categories"]))]) == expected[v], v
+    ages = raw["variables"]["AGEP"]["groups"]
+    assert any(len(g) > 1 for g in ages)  # 3 000 records over 100 ages at this noise: the old ages merge
+    for g in ages:  # never a young age with an adult one
+        assert len({AGES[i] in YOUNG for i in g}) == 1, g
+
+
+def test_later_tables_are_over_the_groups_with_their_stated_noise(release):
+    from scipy.stats import chi2
+
+    raw, frame = release["raw"], release["frame"]
+    cats = {v: [str(c) for c in s["categories"]] for v, s in raw["variables"].items()}
+    z2, cells = 0.0, 0
+    for i, m in enumerate(raw["measurements"]):
+        merged = _groups(raw, i)
+        exact = _table(frame, m["axes"], cats, merged)
+        assert np.shape(m["noisy"]) == exact.shape, (i, m["axes"])
+        z2 += float(((np.asarray(m["noisy"]) - exact) ** 2).sum() / m["sigma2"])
+        cells += exact.size
+    assert len(raw["measurements"]) > len(VARS) and cells > 100
+    assert chi2.sf(z2, cells) > 1e-4 and chi2.cdf(z2, cells) > 1e-4, (z2, cells)
+
+
+def test_every_record_keeps_the_rule_and_groups_expand_by_their_noisy_counts(release):
+    out = release["released"]
+    young = out["AGEP"].isin(YOUNG)
+    assert not (young & out["MSP"].isin(MARRIED)).any()
+    raw = release["raw"]
+    noisy = np.clip(np.asarray(raw["measurements"][0]["noisy"], dtype=float), 0, None)
+    counts = out["AGEP"].value_counts()
+    for g in raw["variables"]["AGEP"]["groups"]:
+        if len(g) < 2 or noisy[g].sum() <= 0:
+            continue
+        got = np.array([counts.get(AGES[i], 0) for i in g], dtype=float)
+        # members of no noisy count are never drawn; the others near their share (systematic sampling within
+        # groups of records: a few records off each)
+        assert (got[noisy[g] == 0] == 0).all(), g
+        share = noisy[g] / noisy[g].sum()
+        assert np.abs(got - share * got.sum()).max() <= 0.1 * got.sum() + 5, (g, got, share)
+
+
+def test_the_audit_passes_and_names_a_forged_group(release, tmp_path):
+    d = release["dir"]
+    result = audit(manifest=d / "s.synthesis.json", released=d / "s.csv", original=d / "o.csv", key=d / "k.key")
+    assert result.passed, [c.line() for c in result.checks if not c.passed]
+    raw = json.loads(json.dumps(release["raw"]))
+    groups = raw["variables"]["AGEP"]["groups"]
+    big = max(range(len(groups)), key=lambda k: len(groups[k]))
+    moved = groups[big].pop()
+    groups.insert(big + 1, [moved])
+    for name, forged in [("group", raw), ("threshold", {**release["raw"], "procedure": {
+            **release["raw"]["procedure"], "compress": 2.0}})]:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(forged))
+        failed = [c.line() for c in audit(manifest=path, released=d / "s.csv").checks if not c.passed]
+        assert any("variables.AGEP.groups" in line for line in failed), (name, failed)
+
+
+def test_no_compression_leaves_every_category(release):
+    import pramkit.synthesize_pgm as pgm
+    from pramkit.kernel.rng import resolve_key
+
+    fit = pgm.fit_and_draw(np.stack([pd.Categorical(release["frame"][v]).codes for v in VARS], 1).astype(np.int64),
+                           VARS, {v: list(pd.Categorical(release["frame"][v]).categories) for v in VARS},
+                           epsilon=1.0, key=resolve_key(KEY), draw_key=resolve_key(bytes(32)),
+                           neighbours="add-remove", delta=1e-5, compress=0.0)
+    assert all(fit.compression.groups_of(v) is None for v in VARS)
+    assert [t.noisy.shape for t in fit.measurements[len(VARS):]] == \
+        [tuple(len(pd.Categorical(release["frame"][a]).categories) for a in t.axes)
+         for t in fit.measurements[len(VARS):]]
