@@ -1099,16 +1099,35 @@ def plot(rows: Sequence[Row], path: Path, refs: Sequence[dict[str, Any]] = REFER
     return True
 
 
-def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True) -> list[str]:
+#: pramkit's rows of the side-by-side comparison: the default model, the model pgm, and the model pgm under the
+#: peers' own guarantee (add-or-remove with delta 1e-5 by zCDP), every column protected.
+PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp")
+
+
+def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True,
+                 tools: Sequence[str] = tuple(PEERS), models: Sequence[str] = PRAMKIT_ROWS) -> list[str]:
     """The configurations of the side-by-side comparison: at each epsilon, pramkit's synthesizers with every
-    column protected (the default model, the model pgm, and the model pgm under the peers' own guarantee,
-    add-or-remove with delta 1e-5 by zCDP), then each peer (``peers=False``: pramkit's only).
+    column protected (``models``, of :data:`PRAMKIT_ROWS`), then each peer of ``tools`` (``peers=False``:
+    pramkit's only).
 
     >>> peer_configs([1]), peer_configs([2], peers=False)
     (['synth-all-1', 'pgm-all-1', 'pgm-zcdp-1', 'mst-1', 'aim-1'], ['synth-all-2', 'pgm-all-2', 'pgm-zcdp-2'])
+    >>> peer_configs([1, 10], tools=["mst"], models=["pgm-zcdp"])
+    ['pgm-zcdp-1', 'mst-1', 'pgm-zcdp-10', 'mst-10']
     """
-    return [name for e in epsilons for name in (f"synth-all-{e:g}", f"pgm-all-{e:g}", f"pgm-zcdp-{e:g}",
-                                                 *(f"{p}-{e:g}" for p in (PEERS if peers else ())))]
+    return [name for e in epsilons for name in (*(f"{m}-{e:g}" for m in models),
+                                                 *(f"{p}-{e:g}" for p in (tools if peers else ())))]
+
+
+def name_list(text: str, allowed: Sequence[str]) -> list[str] | None:
+    """A comma-separated choice among ``allowed`` (``--peer-tools``, ``--models``), or None when a name is not
+    one of them or none is given.
+
+    >>> name_list("mst", ("mst", "aim")), name_list("mst,x", ("mst", "aim")), name_list("", ("mst",))
+    (['mst'], None, None)
+    """
+    names = [n for n in text.split(",") if n]
+    return names if names and all(n in allowed for n in names) else None
 
 
 def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
@@ -1143,7 +1162,8 @@ def run_peers(args: argparse.Namespace, python: str, data_root: Path) -> int:
         try:
             setup = prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
                             data_root / "data_dictionary.json")
-            for config in peer_configs(args.epsilons, peers=not args.no_peer_runs):
+            for config in peer_configs(args.epsilons, peers=not args.no_peer_runs, tools=args.peer_tools,
+                                       models=args.models):
                 on_demand(config)
                 try:
                     row = run_config(config, setup, python=python, data_root=data_root, target=args.target,
@@ -1197,7 +1217,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="with --peers: run pramkit's rows only (the peers take minutes a release)")
     ap.add_argument("--epsilons", default=",".join(map(str, PEER_EPSILONS)),
                     help="with --peers: the central epsilons (default %(default)s; any positive number)")
+    ap.add_argument("--peer-tools", default=",".join(PEERS),
+                    help="with --peers: the peers to run (default %(default)s)")
+    ap.add_argument("--models", default=",".join(PRAMKIT_ROWS),
+                    help="with --peers: pramkit's rows to run (default %(default)s)")
     args = ap.parse_args(argv)
+    for flag, allowed in (("peer_tools", tuple(PEERS)), ("models", PRAMKIT_ROWS)):
+        chosen = name_list(getattr(args, flag), allowed)
+        if chosen is None:
+            print(f"--{flag.replace('_', '-')} takes names among {', '.join(allowed)}, comma-separated; got "
+                  f"{getattr(args, flag)!r}", file=sys.stderr)
+            return 2
+        setattr(args, flag, chosen)
     args.epsilons = positive_epsilons(args.epsilons)
     if args.epsilons is None:
         print(f"--epsilons takes positive numbers (default {', '.join(map(str, PEER_EPSILONS))})", file=sys.stderr)

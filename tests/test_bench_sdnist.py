@@ -77,6 +77,18 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     assert err.count("\n") == 1 and "no-such-release" in err
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--peers", "--epsilons", "0"], "--epsilons takes positive numbers"),
+    (["--peers", "--models", "pgm-zcdp,mst"], "--models takes names among synth-all, pgm-all, pgm-zcdp"),
+    (["--peers", "--peer-tools", "aim,sdv"], "--peer-tools takes names among mst, aim"),
+    (["--peers", "--peer-tools", ""], "--peer-tools takes names among mst, aim"),
+])
+def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
+    assert bench.main(args) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+
+
 def test_a_configuration_is_one_registered_function(capsys: pytest.CaptureFixture) -> None:
     @bench.configuration("test-only", "registered by the test")
     def build(setup):  # pragma: no cover - never run
