@@ -688,7 +688,7 @@ for _peer_name, _title in PEERS.items():
 
 
 #: The families a configuration name may take any parameter of (``on_demand``): a curve of releases, not a point.
-ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled", "sdcmicro-pram-pdP")
+ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled", "sdcmicro-pram-pdP")
 
 
 def on_demand(name: str) -> bool:
@@ -706,9 +706,10 @@ def on_demand(name: str) -> bool:
 
     if name in CONFIGS:
         return True
-    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp)-(\d+(?:\.\d+)?)(-resampled)?"
+    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp)-(\d+(?:\.\d+)?)(-resampled|-single)?"
                          r"|sdcmicro-pram-pd(\d?\.\d+|1)", name)
-    if match is None or (match.group(3) and match.group(1) != "dp"):
+    if match is None or (match.group(3) == "-resampled" and match.group(1) != "dp") or \
+            (match.group(3) == "-single" and match.group(1) != "pgm-zcdp"):
         return False
     if match.group(4) is not None:
         pd_ = float(match.group(4))
@@ -732,10 +733,12 @@ def on_demand(name: str) -> bool:
         build = lambda s: _dp(s, eps)  # noqa: E731
         summary = f"DP-optimal PRAM at record budget {eps:g}, split equally, 'N' missing (kept as it is)"
     elif family == "pgm-zcdp":
-        build = lambda s: _synthesized(s, eps, 2, every=True, model="pgm", neighbours="add-remove",  # noqa: E731
-                                       delta=PEER_DELTA)
+        single = match.group(3) == "-single"
+        build = lambda s: _synthesized(s, eps, 1 if single else 2, every=True, model="pgm",  # noqa: E731
+                                       neighbours="add-remove", delta=PEER_DELTA)
         summary = (f"`pramkit synthesize --model pgm --public '' --neighbours add-remove --delta {PEER_DELTA:g}` at "
-                   f"central epsilon {eps:g}: the peers' guarantee, (epsilon, delta) by zCDP under add-or-remove")
+                   f"central epsilon {eps:g}: the peers' guarantee, (epsilon, delta) by zCDP under add-or-remove"
+                   + ("; one draw per record (min-count 1), as the peers draw" if single else ""))
     else:
         model = "pgm" if family == "pgm-all" else "margins"
         build = lambda s: _synthesized(s, eps, 2, every=True, model=model)  # noqa: E731
