@@ -1102,6 +1102,56 @@ def plot(rows: Sequence[Row], path: Path, refs: Sequence[dict[str, Any]] = REFER
     return True
 
 
+def method_of(name: str) -> tuple[str, float | None]:
+    """A configuration's method and central epsilon: its name without the epsilon, and the epsilon.
+
+    >>> method_of("pgm-zcdp-10"), method_of("mst-1"), method_of("pgm-zcdp-2-single"), method_of("raw")
+    (('pgm-zcdp', 10.0), ('mst', 1.0), ('pgm-zcdp-single', 2.0), ('raw', None))
+    """
+    import re
+
+    match = re.fullmatch(r"(.+?)-(\d+(?:\.\d+)?)(-[a-z]+)?", name)
+    if match is None:
+        return name, None
+    return match.group(1) + (match.group(3) or ""), float(match.group(2))
+
+
+def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
+    """The frontier of the side-by-side comparison: one panel per feature set, k-marginal against the unique
+    records matched (% of all), one curve per method through its epsilons, each point labelled by its epsilon.
+    False when matplotlib is absent."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sets = list(dict.fromkeys(f for f, _ in rows))
+    fig, axes = plt.subplots(1, len(sets), figsize=(5 * len(sets), 4.2), squeeze=False)
+    for ax, features in zip(axes[0], sets):
+        curves: dict[str, list[tuple[float, float, float]]] = {}
+        for f, r in rows:
+            method, eps = method_of(r.name)
+            if f == features and r.scores is not None and eps is not None:
+                curves.setdefault(method, []).append((eps, r.scores.matched_all, r.scores.k_marginal))
+        for method, points in curves.items():
+            points.sort()
+            line, = ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", lw=1, label=method)
+            for eps, x, y in points:
+                ax.annotate(f"{eps:g}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points",
+                            color=line.get_color())
+        ax.set_title(f"{features} features (every column protected)", fontsize=9)
+        ax.set_xlabel("unique records matched exactly, % of all (lower is safer)", fontsize=8)
+        ax.set_ylabel("SDNist k-marginal (1000 = the original)", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 #: pramkit's rows of the side-by-side comparison: the default model, the model pgm, and the model pgm under the
 #: peers' own guarantee (add-or-remove with delta 1e-5 by zCDP), every column protected.
 PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp")
@@ -1182,6 +1232,8 @@ def run_peers(args: argparse.Namespace, python: str, data_root: Path) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     print(peers_table(rows))
     print(provenance([r for _, r in rows]))
+    if args.plot is not None and peers_plot(rows, args.plot):
+        print(f"frontier: {args.plot}")
     return 0
 
 

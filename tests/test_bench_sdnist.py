@@ -192,3 +192,15 @@ def test_corrected_tables_sum_joint_cells_and_strata_as_linear_algebra_does(tmp_
         for (u, v), count in expected.items():
             assert got.loc[u, v] == pytest.approx(count, abs=1e-8), (pair, u, v)
         assert set(product(got.index, got.columns)) == set(expected)
+
+
+def test_the_peers_frontier_is_one_png_with_a_panel_per_feature_set(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    s = bench.Scores(960, 0.0, 100, 1000, 2000, 3)
+    rows = [(f, bench.Row(f"{m}-{e}", "-", str(e), s, None, 1.0, 1.0)) for f in ("demographic", "family")
+            for m in ("pgm-zcdp", "mst") for e in (1, 10)]
+    assert bench.peers_plot(rows, tmp_path / "f.png")
+    png = (tmp_path / "f.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(png[16:20], "big")
+    assert width > 1.5 * int.from_bytes(png[20:24], "big")  # two panels side by side
