@@ -229,7 +229,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     # the designs that read a risk measure: protection against spontaneous recognition
     ("recognition", ("pramkit.recognition",)),
     # the workflows: a release designed and written, swapped (on Spark too), synthesized, resampled, audited
-    ("workflows", ("pramkit.release", "pramkit.swap", "pramkit.synthesize", "pramkit.synthesize_pgm",
+    ("workflows", ("pramkit.release", "pramkit.swap", "pramkit.synthesize", "pramkit.synthesize_pgm", "pramkit.pgm_compression",
                    "pramkit.resample", "pramkit.suppress", "pramkit.audit")),
     ("reports", ("pramkit.report", "pramkit.reproduce", "pramkit.sklearn")),
     ("workbench", ("pramkit.workbench", "pramkit.demo")),

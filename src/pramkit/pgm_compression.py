@@ -15,7 +15,7 @@ The model pgm does the same, with two changes:
 
 Compression reads only the noisy 1-way tables, their noise and the rules (all in the manifest): it is
 post-processing and spends nothing; the audit recomputes every group from the manifest
-(:func:`manifest_groups`).  A variable none of whose categories reaches the threshold is not compressed (as
+(:func:`pramkit.synthesize_pgm.manifest_groups`).  A variable none of whose categories reaches the threshold is not compressed (as
 MST's), so no variable collapses to one category.
 
 Reference: R. McKenna, G. Miklau and D. Sheldon, "Winning the NIST contest: a scalable and general approach
@@ -154,78 +154,37 @@ class Compression:
                 y, ones = np.moveaxis(sums, 0, k), np.moveaxis(cnt, 0, k)
         return y, ones * variance
 
-    def expand(self, drawn: np.ndarray, names: Sequence[str], key: Any) -> np.ndarray:
-        """The drawn compressed codes back in the full categories: within a merged group, each record takes a
-        member in proportion to its noisy 1-way count clipped at 0 (uniformly when none is positive), by
-        systematic sampling at keyed uniforms."""
-        from pramkit.kernel.rng import uniforms
-        from pramkit.synthesize_pgm import _systematic
+    def expansion(self, v: str) -> np.ndarray:
+        """How a record drawn into each compressed category of ``v`` takes one of its categories: row ``k``
+        weighs the members of group ``k`` by their noisy 1-way counts clipped at 0 (alike when none is
+        positive), every other category 0.
 
-        out = np.array(drawn, dtype=np.int64, copy=True)
-        n = len(out)
-        for j, v in enumerate(names):
-            if not self.merged(v):
-                continue
-            counts = np.clip(np.asarray(self.counts[v], dtype=float), 0, None)
-            weights = np.zeros((len(self.groups[v]), len(counts)))
-            for k, g in enumerate(self.groups[v]):
-                w = counts[g]
-                weights[k, g] = w if w.sum() > 0 else 1.0
-            out[:, j] = _systematic(weights, out[:, j], uniforms(key, f"@pgm|{v}|expand-rank", 0, n),
-                                    uniforms(key, f"@pgm|{v}|expand-u", 0, n))
-        return out
+        Examples
+        --------
+        >>> Compression({"a": [[0, 2], [1]]}, {"a": np.array([3, 9, -1])}).expansion("a").tolist()
+        [[3.0, 0.0, 0.0], [0.0, 9.0, 0.0]]
+        """
+        counts = np.clip(np.asarray(self.counts[v], dtype=float), 0, None)
+        weights = np.zeros((len(self.groups[v]), len(counts)))
+        for k, g in enumerate(self.groups[v]):
+            w = counts[g]
+            weights[k, g] = w if w.sum() > 0 else 1.0
+        return weights
 
 
-def compression_of(names: Sequence[str], first: Sequence[Any], masks: Sequence[tuple[tuple[str, ...], np.ndarray]],
-                   threshold: float) -> Compression:
+def compression_of(names: Sequence[str], first: Sequence[Any], sds: Sequence[float],
+                   masks: Sequence[tuple[tuple[str, ...], np.ndarray]], threshold: float) -> Compression:
     """The compression from the start's noisy 1-way tables (``first``, one a variable, in the order of
-    ``names``), their noise and the rules' masks over the full categories.
+    ``names``), the standard deviations of their noise (``sds``) and the rules' masks over the full categories.
 
     Examples
     --------
-    >>> from pramkit.synthesize_pgm import Table
-    >>> t = Table(("a",), (4,), 0.0, np.array([80, 1, -2, 60]), 1, 4.0)
-    >>> compression_of(["a"], [t], [], 3.0).groups
+    >>> compression_of(["a"], [np.array([80, 1, -2, 60])], [2.0], [], 3.0).groups
     {'a': [[0], [1, 2], [3]]}
     """
-    from pramkit.synthesize_pgm import table_sd
-
     groups, counts = {}, {}
-    for v, t in zip(names, first):
-        noisy = np.asarray(t.noisy if not isinstance(t, Mapping) else t["noisy"]).ravel()
+    for v, t, sd in zip(names, first, sds):
+        noisy = np.asarray(t).ravel()
         counts[v] = noisy
-        groups[v] = compress_groups(noisy, table_sd(t), threshold, signatures(v, len(noisy), masks))
+        groups[v] = compress_groups(noisy, sd, threshold, signatures(v, len(noisy), masks))
     return Compression(groups, counts)
-
-
-def manifest_groups(raw: Mapping[str, Any]) -> dict[str, list[list[int]] | None] | str:
-    """Each variable's groups as a manifest of the model pgm implies them: recomputed from its first 1-way
-    tables, their noise, its rules and ``procedure.compress``; or why they cannot be.
-
-    Examples
-    --------
-    >>> raw = {"variables": {"a": {"categories": ["x", "y", "z"]}}, "procedure": {"model": "pgm", "compress": 3.0},
-    ...        "rules": None, "measurements": [{"axes": ["a"], "noisy": [90, 1, 2], "sigma2": 4.0,
-    ...                                         "sensitivity": 1}]}
-    >>> manifest_groups(raw)
-    {'a': [[0], [1, 2]]}
-    """
-    from pramkit.structure import as_rules
-    from pramkit.synthesize_pgm import MAX_CELLS, rule_masks
-
-    try:
-        variables = raw["variables"]
-        names = list(variables)
-        threshold = float((raw.get("procedure") or {}).get("compress", 0.0))
-        first = list(raw["measurements"][: len(names)])
-        if [list(m["axes"]) for m in first] != [[v] for v in names]:
-            return "the first tables are not each variable's 1-way table"
-        cats = {v: list(variables[v]["categories"]) for v in names}
-        rules = raw.get("rules")
-        forbidden = rules.get("forbidden") if isinstance(rules, Mapping) else None
-        masks = rule_masks(as_rules(forbidden) if forbidden else None, names, cats,
-                           int((raw.get("procedure") or {}).get("max_cells", MAX_CELLS)))
-        comp = compression_of(names, first, masks, threshold)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        return f"the groups cannot be recomputed ({exc})"
-    return {v: comp.groups_of(v) for v in names}

@@ -750,7 +750,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
             eps, sigma2, spent = accounting.measure(budget.first)
             budget.spend(spent)
             first.append(_measure(data, (v,), eps, key, cats, TABLE_SENSITIVITY[neighbours], sigma2))
-        comp = compression_of(names, first, masks, float(compress))
+        comp = compression_of(names, [t.noisy for t in first], [table_sd(t) for t in first], masks,
+                               float(compress))
         state = _compressed_rounds(mbi, comp, data, cats, masks, key, n)
         domain, sizes_c = state.domain, state.data.sizes
         base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in state.masks])
@@ -763,14 +764,33 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         if delta is None and record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
         rows = n if n is not None else released_records(state.total())
-        drawn = comp.expand(draw(state.factors(), names, sizes_c, rows, draw_key, state.cliques()), names, draw_key)
-    if masks:
-        for cl, m in masks:
-            idx = [names.index(a) for a in cl]
-            if not m[tuple(drawn[:, i] for i in idx)].all():
-                raise DataError("the released records break an edit rule the model should have kept: report this")
+        drawn = expand(comp, draw(state.factors(), names, sizes_c, rows, draw_key, state.cliques()), names,
+                       draw_key)
+    _check_rules_kept(masks, names, drawn)
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
                   [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp)
+
+
+def expand(comp: Any, drawn: np.ndarray, names: Sequence[str], key: SecretKey) -> np.ndarray:
+    """The drawn codes back in the full categories (:class:`pramkit.pgm_compression.Compression`): a record
+    drawn into a merged category takes one of its categories by :meth:`~Compression.expansion`'s weights, by
+    systematic sampling within the records drawn into it, at keyed uniforms."""
+    out = np.array(drawn, dtype=np.int64, copy=True)
+    for j, v in enumerate(names):
+        if comp.merged(v):
+            out[:, j] = _systematic(comp.expansion(v), out[:, j], uniforms(key, f"@pgm|{v}|expand-rank", 0, len(out)),
+                                    uniforms(key, f"@pgm|{v}|expand-u", 0, len(out)))
+    return out
+
+
+def _check_rules_kept(masks: Sequence[tuple[tuple[str, ...], np.ndarray]], names: Sequence[str],
+                      drawn: np.ndarray) -> None:
+    """Every drawn record allowed by every rule's mask (the model's structural zeros and the expansion keep
+    them; a record that breaks one is a defect)."""
+    for cl, m in masks:
+        idx = [names.index(a) for a in cl]
+        if not m[tuple(drawn[:, i] for i in idx)].all():
+            raise DataError("the released records break an edit rule the model should have kept: report this")
 
 
 def _compressed_rounds(mbi: Any, comp: Any, data: _Data, cats: Mapping[str, Sequence[Any]],
@@ -1265,3 +1285,35 @@ def table_rho(sensitivity: int, sigma2: float) -> float:
     from pramkit.privacy.gaussian import gaussian_rho
 
     return _up(gaussian_rho(sigma2, sensitivity))
+
+
+def manifest_groups(raw: Mapping[str, Any]) -> dict[str, list[list[int]] | None] | str:
+    """Each variable's groups as a manifest of the model pgm implies them: recomputed from its first 1-way
+    tables, their noise, its rules and ``procedure.compress``; or why they cannot be.
+
+    Examples
+    --------
+    >>> raw = {"variables": {"a": {"categories": ["x", "y", "z"]}}, "procedure": {"model": "pgm", "compress": 3.0},
+    ...        "rules": None, "measurements": [{"axes": ["a"], "noisy": [90, 1, 2], "sigma2": 4.0,
+    ...                                         "sensitivity": 1}]}
+    >>> manifest_groups(raw)
+    {'a': [[0], [1, 2]]}
+    """
+    from pramkit.structure import as_rules
+
+    try:
+        variables = raw["variables"]
+        names = list(variables)
+        threshold = float((raw.get("procedure") or {}).get("compress", 0.0))
+        first = list(raw["measurements"][: len(names)])
+        if [list(m["axes"]) for m in first] != [[v] for v in names]:
+            return "the first tables are not each variable's 1-way table"
+        cats = {v: list(variables[v]["categories"]) for v in names}
+        rules = raw.get("rules")
+        forbidden = rules.get("forbidden") if isinstance(rules, Mapping) else None
+        masks = rule_masks(as_rules(forbidden) if forbidden else None, names, cats,
+                           int((raw.get("procedure") or {}).get("max_cells", MAX_CELLS)))
+        comp = compression_of(names, [m["noisy"] for m in first], [table_sd(m) for m in first], masks, threshold)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        return f"the groups cannot be recomputed ({exc})"
+    return {v: comp.groups_of(v) for v in names}

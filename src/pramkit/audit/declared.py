@@ -887,7 +887,7 @@ def _check_table_shapes(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 
 
 def _check_pgm_groups(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
-    from pramkit.pgm_compression import manifest_groups
+    from pramkit.synthesize_pgm import manifest_groups
 
     wanted = manifest_groups(ctx.raw)
     if isinstance(wanted, str):
