@@ -295,7 +295,11 @@ def check_delta(delta: Any, model: Any = "pgm") -> float | None:
 @contextlib.contextmanager
 def _quiet_jax() -> Iterator[None]:
     """JAX in float64, without the persistent compilation cache, and mbi's warnings about both silenced,
-    for the duration of the block only (the settings are put back)."""
+    for the duration of the block only (the settings are put back); JAX's compiled programs dropped after it.
+
+    A release compiles a few programs a round (each new set of cliques is a new program), and each holds
+    mapped executable memory until dropped: a process that made release after release ran out of memory
+    maps (the kernel's ``vm.max_map_count``) in LLVM, on the fourth release of NIST's excerpt."""
     import jax
 
     flags = jax.config.values
@@ -307,6 +311,7 @@ def _quiet_jax() -> Iterator[None]:
             warnings.filterwarnings("ignore", message=".*(float32|compilation cache).*")
             yield
     finally:
+        jax.clear_caches()
         jax.config.update("jax_enable_x64", x64)
         jax.config.update("jax_enable_compilation_cache", cache)
 
