@@ -1095,9 +1095,14 @@ def plot(rows: Sequence[Row], path: Path, refs: Sequence[dict[str, Any]] = REFER
     ax.set_ylabel("SDNist k-marginal (1000 = the original)")
     ax.set_title("The frontier: k-marginal against exact matches")
     ax.grid(alpha=0.3)
+    return _saved(plt, fig, path, 120)
+
+
+def _saved(plt: Any, fig: Any, path: Path, dpi: int) -> bool:
+    """Write a figure as a PNG (its folder made) and close it."""
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return True
 
@@ -1145,11 +1150,7 @@ def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
         ax.set_ylabel("SDNist k-marginal (1000 = the original)", fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _saved(plt, fig, path, 110)
 
 
 #: pramkit's rows of the side-by-side comparison: the default model, the model pgm, and the model pgm under the

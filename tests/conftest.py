@@ -204,6 +204,26 @@ def silc20(sdc_data: Path) -> Any:
     return out
 
 
+#: NIST's CRC excerpt (real ACS records), shared by the tests of the model pgm.
+NIST_CRC = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
+
+
+def nist_inputs(d: Path, features: list[str], rows: int, rules: str, key: bytes) -> Any:
+    """The first ``rows`` records of NIST's excerpt (``features``, as text) written to ``d/o.csv``, the
+    ``rules`` to ``d/rules.csv`` and ``key`` to ``d/k.key`` (mode 600); the records as a frame.  Skips when
+    the shared data is absent."""
+    import pandas as pd
+
+    if not NIST_CRC.is_file():
+        pytest.skip("../shared/data/nist-crc is not available")
+    frame = pd.read_csv(NIST_CRC, dtype=str, keep_default_na=False, usecols=features)[features].head(rows)
+    frame.to_csv(d / "o.csv", index=False)
+    (d / "rules.csv").write_text(rules)
+    (d / "k.key").write_text(key.hex())
+    (d / "k.key").chmod(0o600)
+    return frame
+
+
 def run_cli(*args: Any) -> tuple[int, str, str]:
     """``pramkit ARGS`` in this process: its exit status, what it printed and what it said on stderr (each argument
     as text)."""

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import nist_inputs
 from test_synthesize_neighbours import _groups, _table
 
 pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit[pgm]"')
@@ -33,7 +33,6 @@ pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit
 from pramkit.audit import audit
 from pramkit.synthesize import synthesize_release
 
-NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
 VARS = ["AGEP", "MSP", "SEX"]
 ROWS = 3_000
 KEY = bytes(range(32))
@@ -45,14 +44,8 @@ RULES = f"AGEP,MSP\n{'|'.join(sorted(YOUNG))},{'|'.join(MARRIED)}\n"
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> dict[str, Any]:
-    if not NIST.is_file():
-        pytest.skip("../shared/data/nist-crc is not available")
     d = tmp_path_factory.mktemp("compress")
-    frame = pd.read_csv(NIST, dtype=str, keep_default_na=False, usecols=VARS)[VARS].head(ROWS)
-    frame.to_csv(d / "o.csv", index=False)
-    (d / "rules.csv").write_text(RULES)
-    (d / "k.key").write_text(KEY.hex())
-    (d / "k.key").chmod(0o600)
+    frame = nist_inputs(d, VARS, ROWS, RULES, KEY)
     res = synthesize_release(d / "o.csv", d / "s.csv", variables=VARS, public="", epsilon=1.0, key=d / "k.key",
                              categories={"AGEP": AGES}, forbid=d / "rules.csv", model="pgm", delta=1e-5,
                              neighbours="add-remove", na_values=())

@@ -17,12 +17,12 @@ import io
 import json
 import sys
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import nist_inputs
 
 pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit[pgm]"')
 
@@ -34,7 +34,6 @@ from pramkit.structure import Rules
 from pramkit.synthesize import synthesize_release
 from pramkit.synthesize_pgm import expected_noise, schedule
 
-NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
 KEY = bytes(range(32))
 ROWS = 2_000
 FEATURES = ["SEX", "HOUSING_TYPE", "OWN_RENT"]
@@ -51,15 +50,9 @@ def _cli(*args: Any) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> dict[str, Any]:
     """One release by the command line (epsilon 4, the rule), with its inputs."""
-    if not NIST.is_file():
-        pytest.skip("../shared/data/nist-crc is not available")
     d = tmp_path_factory.mktemp("pgm")
-    frame = pd.read_csv(NIST, dtype=str, keep_default_na=False, usecols=FEATURES)[FEATURES].head(ROWS)
-    frame.to_csv(d / "o.csv", index=False)
-    (d / "rules.csv").write_text(RULES)
+    frame = nist_inputs(d, FEATURES, ROWS, RULES, KEY)
     key = d / "k.key"
-    key.write_text(KEY.hex())
-    key.chmod(0o600)
     code, out, err = _cli("synthesize", d / "o.csv", "--vars", ",".join(FEATURES), "--public", "", "--epsilon", "4",
                           "--model", "pgm", "--max-cells", "5000", "--forbid", d / "rules.csv", "--na-values", "",
                           "--out", d / "s.csv", "--key-file", key, "--quiet")
