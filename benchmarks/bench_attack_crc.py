@@ -196,10 +196,25 @@ def _at(runs: list[dict[str, object]], k: float, peer: dict[str, object]) -> str
     return f"{runs_cell} | {100 * a.value:+.1f} ({100 * w.value:+.1f}) | {diff[0]:+.1f} ({diff[1]:+.1f})"
 
 
+def synthesis_guarantee(raw: dict) -> str:
+    """What a synthesis manifest's epsilon covers, in its own terms: pure or (epsilon, delta) by zCDP, and under
+    which neighbour relation.
+
+    >>> synthesis_guarantee({"ledger": {"record_epsilon": 1.0}})
+    '1 central, pure (replace-one): the whole file'
+    >>> synthesis_guarantee({"ledger": {"record_epsilon": 2.0, "delta": 1e-05}, "neighbours": "add-remove"})
+    '2 central, delta 1e-05 (zCDP, add-or-remove): the whole file'
+    """
+    led = raw["ledger"]
+    relation = "add-or-remove" if raw.get("neighbours") == "add-remove" else "replace-one"
+    kind = f"delta {led['delta']:g} (zCDP, {relation})" if led.get("delta") is not None else f"pure ({relation})"
+    return f"{led['record_epsilon']:.3g} central, {kind}: the whole file"
+
+
 def describe(released: Path, columns: list[str]) -> tuple[str, str]:
     """What a kept release shows exactly and what its epsilon covers, from the manifest(s) beside it.
 
-    A synthesis manifest: its public columns, and its central record epsilon (pure, the whole file); PRAM's:
+    A synthesis manifest: its public columns, and its central record epsilon (:func:`synthesis_guarantee`); PRAM's:
     the columns no step perturbs, the record's local epsilon (the design step included), or none where the
     design read exact frequencies; a resampled file is PRAM's, post-processed; no manifest: a peer's
     (its central epsilon, with delta) or unknown.
@@ -218,8 +233,7 @@ def describe(released: Path, columns: list[str]) -> tuple[str, str]:
     first = json.loads(steps[0].read_text(encoding="utf-8"))
     if first.get("format") == "pramkit.synthesis":
         exact = [*first["public"]["columns"], *first.get("released_as_they_are", [])]
-        return (", ".join(exact) or "none"), (f"{first['ledger']['record_epsilon']:.3g} central, pure (replace-one): "
-                                               "the whole file")
+        return (", ".join(exact) or "none"), synthesis_guarantee(first)
     manifests = [Manifest.read(p) for p in steps]
     perturbed = {v for m in manifests for v in m.names}
     exact = ", ".join(c for c in columns if c not in perturbed) or "none"
