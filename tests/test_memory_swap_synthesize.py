@@ -203,7 +203,14 @@ def test_the_outputs_are_those_of_the_code_before(before_src: Path, inputs: Path
     for name, content in before[0].items():
         same = after[0][name] == content   # outside the assert: pytest would diff two files of MBs, for many minutes
         assert same, f"{case}: {name} differs from the code before"
+    added = {k: after[1].pop(k) for k in SUMMARY_ADDED if k in after[1] and k not in before[1]}
     assert after[1] == before[1]
+    assert all(v is None for v in added.values()), added  # pure epsilon-DP: no delta
+
+
+#: Fields the ``--json`` summaries gained after :data:`BEFORE` (deliberately: they add, they change nothing):
+#: ``synthesize``'s ``delta`` (null unless ``--delta``).
+SUMMARY_ADDED = ("delta",)
 
 
 #: Refusals that depend on what the whole file holds: a household in two areas (row 5) and an area spelled
