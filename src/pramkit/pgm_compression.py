@@ -89,9 +89,9 @@ class Compression:
 
     Examples
     --------
-    >>> c = Compression({"a": [[0], [1, 2]]}, {"a": np.array([9, 4, 0])})
-    >>> c.size("a"), c.size("b", 4), c.codes(np.array([[0], [2], [1]]), ["a"]).ravel().tolist()
-    (2, 4, [0, 1, 1])
+    >>> c = Compression({"a": [[0], [1, 2]], "b": [[0], [1]]}, {"a": np.array([9, 4, 0]), "b": np.array([5, 6])})
+    >>> c.size("a"), c.size("b"), c.codes(np.array([[0], [2], [1]]), ["a"]).ravel().tolist()
+    (2, 2, [0, 1, 1])
     >>> c.groups_of("a"), c.groups_of("b")
     ([[0], [1, 2]], None)
     """
@@ -102,8 +102,13 @@ class Compression:
     def merged(self, v: str) -> bool:
         return any(len(g) > 1 for g in self.groups.get(v, ()))
 
-    def size(self, v: str, full: int | None = None) -> int:
-        return len(self.groups[v]) if self.merged(v) else int(full if full is not None else len(self.counts[v]))
+    def full(self, v: str) -> int:
+        """``v``'s categories before compression (its 1-way table's cells)."""
+        return len(self.counts[v])
+
+    def size(self, v: str) -> int:
+        """``v``'s categories in the model: its groups."""
+        return len(self.groups[v])
 
     def groups_of(self, v: str) -> list[list[int]] | None:
         """The manifest's ``groups`` of ``v``: ``None`` when it is not compressed."""
@@ -136,15 +141,14 @@ class Compression:
         return mask[np.ix_(*(np.arange(mask.shape[k])[s] if isinstance(s, slice) else s
                              for k, s in enumerate(index)))]
 
-    def table(self, axes: tuple[str, ...], noisy: np.ndarray, variance: float,
-              full: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    def table(self, axes: tuple[str, ...], noisy: np.ndarray, variance: float) -> tuple[np.ndarray, np.ndarray]:
         """A noisy table over the compressed categories and each cell's noise variance: a table measured
         over the full categories (a 1-way table of the start) is summed within each group (a merged cell's
         variance: the members' added up); one measured after compression is as it is."""
         y = np.asarray(noisy, dtype=float)
         ones = np.ones_like(y)
         for k, a in enumerate(axes):
-            if self.merged(a) and y.shape[k] == full[a]:
+            if self.merged(a) and y.shape[k] == self.full(a):
                 lookup = self._lookup(a)
                 moved_y, moved_n = np.moveaxis(y, k, 0), np.moveaxis(ones, k, 0)
                 sums = np.zeros((len(self.groups[a]), *moved_y.shape[1:]))

@@ -804,12 +804,12 @@ def _compressed_rounds(mbi: Any, comp: Any, data: _Data, cats: Mapping[str, Sequ
     original's codes, the categories' labels and the rules' masks compressed, the rules as mbi's structural
     zeros."""
     names = data.names
-    sizes_c = [comp.size(v, s) for v, s in zip(names, data.sizes)]
+    sizes_c = [comp.size(v) for v in names]
     masks_c = [(cl, comp.mask(cl, m)) for cl, m in masks]
     domain = mbi.Domain(names, sizes_c)
     constraints = tuple(mbi.Constraint(domain.project(cl), invalid=np.argwhere(~m)) for cl, m in masks_c)
     return _Rounds(mbi, domain, _Data(comp.codes(data.codes, names), names, sizes_c), comp.cats(cats), key,
-                   constraints, masks_c, n, (comp, dict(zip(names, data.sizes))))
+                   constraints, masks_c, n, comp)
 
 
 def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
@@ -857,7 +857,7 @@ class _Rounds:
 
     def __init__(self, mbi: Any, domain: Any, data: _Data, cats: Mapping[str, Sequence[Any]], key: SecretKey,
                  constraints: tuple[Any, ...], masks: Sequence[tuple[tuple[str, ...], np.ndarray]],
-                 n: int | None, compression: tuple[Any, dict[str, int]] | None = None) -> None:
+                 n: int | None, compression: Any) -> None:
         self.mbi, self.domain, self.data, self.cats, self.key = mbi, domain, data, cats, key
         self.compression = compression
         self._queries: dict[tuple[tuple[str, ...], bytes], Any] = {}
@@ -903,11 +903,7 @@ class _Rounds:
 
     def _compressed(self, m: Any) -> tuple[np.ndarray, np.ndarray]:
         """A table over the model's categories and each cell's noise variance."""
-        y = np.asarray(m.noisy, dtype=float)
-        if self.compression is None:
-            return y, np.full(y.shape, table_sd(m) ** 2)
-        comp, full = self.compression
-        return comp.table(m.axes, y, table_sd(m) ** 2, full)
+        return self.compression.table(m.axes, np.asarray(m.noisy, dtype=float), table_sd(m) ** 2)
 
     def _measurement(self, axes: tuple[str, ...], y: np.ndarray, sd: np.ndarray) -> Any:
         """mbi's measurement of ``y`` with noise ``sd`` in each cell: a cell's residual over its own sd (a

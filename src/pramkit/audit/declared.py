@@ -889,7 +889,7 @@ def _check_table_shapes(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 def _check_pgm_groups(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     from pramkit.synthesize_pgm import manifest_groups
 
-    wanted = manifest_groups(ctx.raw)
+    wanted = ctx.once("pgm groups", lambda: manifest_groups(ctx.raw))  # every variable's, recomputed once
     if isinstance(wanted, str):
         return False, wanted
     return _compare(value, wanted.get(at[1]), "the noisy 1-way table, its noise and the rules give")
