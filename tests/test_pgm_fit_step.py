@@ -6,7 +6,8 @@ own estimator run to convergence (3 000 iterations from scratch) is the referenc
 warm-started iterations after a new 3-way table comes close to it with the step carried over, and mbi's
 estimator restarted at its conservative step does not (the defect the carried step removes: the rounds then
 read "the model did not move" and spend their budget too fast).  The carried estimator's objective is mbi's:
-run long enough, both reach the same marginals.  Every carried estimator compares and hashes alike, so mbi's
+run long enough, both reach the same marginals; and it carries the marginals mbi's iteration recomputes, its
+iterates mbi's own.  Every carried estimator compares and hashes alike, so mbi's
 compiled step is shared.  Skipped in one line without ``mbi`` or without the shared data.
 """
 
@@ -116,3 +117,54 @@ def test_a_process_making_release_after_release_keeps_its_memory_maps(tmp_path):
                            key=bytes([i + 1]) * 32, model="pgm", delta=1e-5, neighbours="add-remove")
         counts.append(maps())
     assert counts[2] - counts[0] < 300, counts
+
+
+def test_the_carried_marginals_give_mbis_own_iterates(problem):
+    """The state carries the marginals mbi's iteration recomputes: after its first iteration (which only
+    computes them) the carried estimator's 99 iterations are mbi's 99 steps, run here by mbi's own ``_step``
+    from mbi's own start."""
+    import jax
+
+    from mbi import marginal_loss
+
+    domain, ms, total = problem["domain"], problem["all"], float(ROWS)
+    plain = estimation.MirrorDescent()
+    loss_fn = marginal_loss.from_linear_measurements(ms, domain)
+    steps = jax.jit(lambda s: jax.lax.fori_loop(0, 99, lambda _, t: plain._step(t, loss_fn, total), s))
+    expected = plain._finalize(steps(plain._init(domain, loss_fn, total)), total)
+    got = carried_step_estimator().estimate(domain, ms, known_total=total, iters=100)
+    for axes in [problem["table"], ("SEX", "MSP"), ("EDU",), ("MSP", "SEX", "EDU")]:
+        a = np.asarray(got.project(axes).datavector())
+        b = np.asarray(expected.project(axes).datavector())
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3 * ROWS / a.size)
+    # and the model's marginals are those of its potentials (the carried ones are not stale)
+    again = plain._finalize(plain._init(domain, loss_fn, total, warm_start=got.potentials), total)
+    for axes in [problem["table"], ("EDU",)]:
+        np.testing.assert_allclose(np.asarray(got.project(axes).datavector()),
+                                   np.asarray(again.project(axes).datavector()), rtol=1e-5, atol=1e-6 * ROWS)
+
+
+def test_the_cpu_code_generation_flag_is_set_before_jax_starts_only(tmp_path):
+    """A fresh process gets :data:`CPU_CODEGEN`'s flag (on the jaxlib it was measured on); one where JAX has
+    started, or whose user set the flag, keeps its own."""
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    from pramkit.synthesize_pgm import CPU_CODEGEN
+
+    flag, tested = CPU_CODEGEN
+    code = ("import os, sys\n{pre}\nfrom pramkit.synthesize_pgm import import_mbi\nimport_mbi()\n"
+            "print(os.environ.get('XLA_FLAGS', ''))")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
+
+    def flags(pre: str, **extra: str) -> str:
+        out = subprocess.run([sys.executable, "-c", code.format(pre=pre)], capture_output=True, text=True,
+                             env={**env, **extra}, check=True)
+        return out.stdout.strip()
+
+    measured = any(metadata.version("jaxlib").startswith(t) for t in tested)
+    assert (flag in flags("")) == measured
+    assert flags("import jax") == ""
+    mine = flag.replace("false", "true")
+    assert flags("", XLA_FLAGS=mine) == mine
