@@ -446,6 +446,69 @@ def _dp(setup: Setup, epsilon: float, *, shuffle: bool = False) -> Release:
     return Release(out, [("dp", m)], guarantees=result.guarantees if shuffle else None, na_values=(NA,))
 
 
+#: The central delta of a shuffled release's stated epsilon (``apply --shuffle``): stricter than the peers'
+#: 1e-5, so a row at central epsilon E is also (E, 1e-5)-DP.
+SHUFFLE_DELTA = 1e-6
+
+
+def local_for_central(central: float, design: Callable[[float], Any], n: int, *, delta: float = SHUFFLE_DELTA,
+                      top: float = 40.0, steps: int = 20) -> tuple[float, Any, float]:
+    """The largest local budget (to ``top / 2**steps``) whose design, its columns shuffled among ``n`` records
+    with none public, is at most ``central``-DP at ``delta``, as ``apply --shuffle`` states it
+    (:func:`pramkit.privacy.amplification.release_guarantees`: the clone bound with the matrices' own clone
+    probability, plus the design step's epsilon): ``(local, manifest, its central epsilon)``.  ``design``
+    makes the manifest at a local budget; the central epsilon grows with it.
+
+    >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.manifest import Manifest
+    >>> rr = lambda e: Manifest.of({"sex": randomized_response(["f", "m"], e)})
+    >>> local, _, got = local_for_central(0.5, rr, 10_000)
+    >>> from pramkit.privacy.shuffle_bound import shuffled_epsilon
+    >>> above = shuffled_epsilon([randomized_response(["f", "m"], local + 1e-3)], 10_000, 1e-6).epsilon
+    >>> got <= 0.5 < above, round(local, 1)
+    (True, 4.3)
+    """
+    from pramkit.privacy.amplification import release_guarantees
+
+    def central_of(local: float) -> tuple[Any, float]:
+        m = design(local)
+        g = release_guarantees(m, columns=list(m.columns), shuffled=True, clones=n, delta=delta)
+        return m, math.inf if g.shuffled is None else g.shuffled
+
+    lo, hi = 0.0, top
+    best: tuple[float, Any, float] | None = None
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        m, eps = central_of(mid)
+        if eps <= central:
+            lo, best = mid, (mid, m, eps)
+        else:
+            hi = mid
+    if best is None:
+        raise Skip(f"no local budget above {top / 2 ** steps:g} is central epsilon {central:g} among {n} records")
+    return best
+
+
+def _dp_shuffled(setup: Setup, central: float) -> Release:
+    """DP-optimal PRAM on every feature ('N' a category, AGEP over its declared range), written in a random
+    order (``apply --shuffle``), at the largest local budget whose shuffled central epsilon is ``central``."""
+    import pramkit
+
+    variables = list(setup.features)
+    if setup.public:
+        raise Skip("a central epsilon for every column needs every column perturbed: run with --public ''")
+    cats = {**setup.codebook(variables), **{v: r for v, r in setup.ranges.items() if v in variables}}
+    local, m, eps = local_for_central(
+        central, lambda e: pramkit.design_release(setup.source, variables, epsilon=e, rng=setup.rng(),
+                                                  na_values=(), categories=cats), len(setup.frame))
+    out, result = setup.apply(setup.source, m, "released.csv", na_values=(), shuffle=True)
+    g = result.guarantees
+    if g is None or g.shuffled is None or g.shuffled > central + 1e-9:
+        raise RuntimeError(f"the shuffled release states {getattr(g, 'shuffled', None)}, not at most {central:g}")
+    return Release(out, [("dp", m)], guarantees=g, na_values=(),
+                   note=f"local record budget {local:.3f}, shuffled among {len(setup.frame):,} records")
+
+
 def _dp_rules(setup: Setup, epsilon: float, *, invariant: bool = False) -> Release:
     """Two manifests applied one after the other, the budget shared in proportion to the variables.
 
@@ -524,7 +587,8 @@ def _resampled(setup: Setup, release: Release, rules: list[dict[str, str]]) -> R
     forbid = setup.rules("resample-rules.csv", rules)
     pramkit.resample_release(release.released, manifest, path, key=setup.key, forbid=forbid, force=True,
                              na_values=release.na_values)
-    return Release(path, release.steps, na_values=release.na_values, note="resampled from the release")
+    return Release(path, release.steps, guarantees=release.guarantees, na_values=release.na_values,
+                   note="; ".join(filter(None, [release.note, "resampled from the release"])))
 
 
 def age_rules_on_ages(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> list[dict[str, str]]:
@@ -688,7 +752,8 @@ for _peer_name, _title in PEERS.items():
 
 
 #: The families a configuration name may take any parameter of (``on_demand``): a curve of releases, not a point.
-ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled", "sdcmicro-pram-pdP")
+ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled",
+             "dp-shuffle-E", "dp-shuffle-E-resampled", "sdcmicro-pram-pdP")
 
 
 def on_demand(name: str) -> bool:
@@ -706,9 +771,9 @@ def on_demand(name: str) -> bool:
 
     if name in CONFIGS:
         return True
-    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp)-(\d+(?:\.\d+)?)(-resampled|-single)?"
+    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp-shuffle|dp)-(\d+(?:\.\d+)?)(-resampled|-single)?"
                          r"|sdcmicro-pram-pd(\d?\.\d+|1)", name)
-    if match is None or (match.group(3) == "-resampled" and match.group(1) != "dp") or \
+    if match is None or (match.group(3) == "-resampled" and match.group(1) not in ("dp", "dp-shuffle")) or \
             (match.group(3) == "-single" and match.group(1) != "pgm-zcdp"):
         return False
     if match.group(4) is not None:
@@ -725,6 +790,13 @@ def on_demand(name: str) -> bool:
     if family in PEERS:
         build: Callable[[Setup], Release] = lambda s: _peer(s, family, eps)  # noqa: E731
         summary = f"dpmm's {PEERS[family]} at central epsilon {eps:g}, delta {PEER_DELTA:g}, on every feature"
+    elif family == "dp-shuffle":
+        rules = match.group(3) == "-resampled"
+        build = lambda s: (_resampled(s, _dp_shuffled(s, eps), age_rules_on_ages(s, s.features, na_is_value=True)  # noqa: E731
+                                      + housing_rules(s.features)) if rules else _dp_shuffled(s, eps))
+        summary = (f"DP-optimal PRAM on every feature, shuffled (`apply --shuffle`), at the largest local budget "
+                   f"whose central epsilon is {eps:g} (delta {SHUFFLE_DELTA:g}, clone bound)"
+                   + (", then `pramkit resample` with the age and housing rules" if rules else ""))
     elif family == "dp" and match.group(3):
         build = lambda s: _resampled(s, _dp(s, eps), age_rules_on_ages(s, s.perturbed, na_is_value=False)  # noqa: E731
                                      + housing_rules(s.perturbed))
@@ -1153,9 +1225,12 @@ def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
     return _saved(plt, fig, path, 110)
 
 
-#: pramkit's rows of the side-by-side comparison: the default model, the model pgm, and the model pgm under the
-#: peers' own guarantee (add-or-remove with delta 1e-5 by zCDP), every column protected.
-PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp")
+#: pramkit's rows of the side-by-side comparison, every column protected: the default model, the model pgm, the
+#: model pgm under the peers' own guarantee (add-or-remove with delta 1e-5 by zCDP), and the PRAM route (DP-optimal
+#: PRAM, shuffled, at the same central epsilon; and resampled with the rules).
+PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp", "dp-shuffle", "dp-shuffle-resampled")
+#: The rows ``--models`` may also choose.
+PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single")
 
 
 def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True,
@@ -1164,13 +1239,27 @@ def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = Tru
     column protected (``models``, of :data:`PRAMKIT_ROWS`), then each peer of ``tools`` (``peers=False``:
     pramkit's only).
 
-    >>> peer_configs([1]), peer_configs([2], peers=False)
-    (['synth-all-1', 'pgm-all-1', 'pgm-zcdp-1', 'mst-1', 'aim-1'], ['synth-all-2', 'pgm-all-2', 'pgm-zcdp-2'])
+    >>> peer_configs([1])  # doctest: +NORMALIZE_WHITESPACE
+    ['synth-all-1', 'pgm-all-1', 'pgm-zcdp-1', 'dp-shuffle-1', 'dp-shuffle-1-resampled', 'mst-1', 'aim-1']
+    >>> peer_configs([2], peers=False, models=["pgm-zcdp", "dp-shuffle-resampled"])
+    ['pgm-zcdp-2', 'dp-shuffle-2-resampled']
     >>> peer_configs([1, 10], tools=["mst"], models=["pgm-zcdp"])
     ['pgm-zcdp-1', 'mst-1', 'pgm-zcdp-10', 'mst-10']
     """
-    return [name for e in epsilons for name in (*(f"{m}-{e:g}" for m in models),
+    return [name for e in epsilons for name in (*(at_epsilon(m, e) for m in models),
                                                  *(f"{p}-{e:g}" for p in (tools if peers else ())))]
+
+
+def at_epsilon(model: str, epsilon: float) -> str:
+    """A model's configuration at ``epsilon``: the epsilon before a ``-resampled`` or ``-single`` suffix.
+
+    >>> at_epsilon("pgm-zcdp", 1), at_epsilon("dp-shuffle-resampled", 2), at_epsilon("pgm-zcdp-single", 0.5)
+    ('pgm-zcdp-1', 'dp-shuffle-2-resampled', 'pgm-zcdp-0.5-single')
+    """
+    for suffix in ("-resampled", "-single"):
+        if model.endswith(suffix):
+            return f"{model[:-len(suffix)]}-{epsilon:g}{suffix}"
+    return f"{model}-{epsilon:g}"
 
 
 def name_list(text: str, allowed: Sequence[str]) -> list[str] | None:
@@ -1278,7 +1367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--models", default=",".join(PRAMKIT_ROWS),
                     help="with --peers: pramkit's rows to run (default %(default)s)")
     args = ap.parse_args(argv)
-    for flag, allowed in (("peer_tools", tuple(PEERS)), ("models", PRAMKIT_ROWS)):
+    for flag, allowed in (("peer_tools", tuple(PEERS)), ("models", PRAMKIT_MODELS)):
         chosen = name_list(getattr(args, flag), allowed)
         if chosen is None:
             print(f"--{flag.replace('_', '-')} takes names among {', '.join(allowed)}, comma-separated; got "

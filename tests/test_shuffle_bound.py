@@ -299,3 +299,17 @@ def test_tighter_than_the_earlier_statement_on_the_sdcmicro_file(variables: tupl
     stated = release_guarantees(manifest, columns=manifest.columns, shuffled=True, clones=n)
     assert stated.shuffled is not None and stated.shuffled < design + earlier
     assert "clone probability of the PRAM matrices" in (stated.shuffle_conditions or "")
+
+
+def test_a_nearly_unshuffled_record_is_bounded_without_overflow():
+    """A record of five variables at a local budget of 20 (NIST's excerpt, DP-optimal matrices): clones are
+    so rare among 4 000 records that shuffling hides nothing; the bound is the local figure, computed without
+    an overflow (the crossing point of the tail sums once overflowed to infinity here)."""
+    import warnings
+
+    cp = CloneParameters(epsilon0=18.373654403251624, p=95406226.65907367, w=2.0444594544247575e-08)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = shuffled_epsilon(cp, 4_000, 1e-6)
+    assert got.lower <= got.epsilon <= cp.epsilon0
+    assert got.epsilon > cp.epsilon0 - 1e-3

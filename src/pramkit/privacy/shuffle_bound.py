@@ -528,8 +528,8 @@ class _Mixture:
         cee, w, alpha = self.cee[live], self.weights[live], self.alpha[live]
         c1 = np.maximum(first[live], 0.0)
         c2 = (1.0 - alpha) - e * alpha           # coefficient of P(B >= k), negative
-        k = -c2 / np.maximum(c1, 1e-300)
-        cut = np.floor(k * (cee + 1.0) / (1.0 + k)) + 1.0
+        # the crossing k (cee + 1) / (1 + k), k = -c2 / c1, written as -c2 / (c1 - c2): no overflow when c1 is tiny
+        cut = np.floor((cee + 1.0) * (-c2 / (np.maximum(c1, 1e-300) - c2))) + 1.0
         tails = _tails(cee, cut, 4)              # P(B >= cut - 2), ..., P(B >= cut + 1)
         if not upper:
             tails = tails[1:3]
