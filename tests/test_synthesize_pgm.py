@@ -129,7 +129,7 @@ def test_one_key_one_file_and_the_audit(release):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--max-cells", "10"], "max_cells must be an integer from 1000"),
+    (["--max-cells", "10"], "--max-cells must be an integer from 1000"),
     (["--public", "SEX"], "the model pgm conditions on no public column"),
     (["--epsilon", "0"], "epsilon"),
 ])

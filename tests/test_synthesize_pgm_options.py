@@ -136,9 +136,9 @@ def test_the_default_rounds_by_their_number_are_the_default(release):
 # ------------------------------------------------------------------ bad input
 
 @pytest.mark.parametrize("args, words", [
-    (["--rounds", "3"], "rounds must be an integer from 4 (the synthesized variables) to 10000, got 3"),
-    (["--rounds", "0"], "rounds must be an integer from 4 (the synthesized variables) to 10000, got 0"),
-    (["--rounds", "10001"], "rounds must be an integer from 4"),
+    (["--rounds", "3"], "--rounds must be an integer from 4 (the synthesized variables) to 10000, got 3"),
+    (["--rounds", "0"], "--rounds must be an integer from 4 (the synthesized variables) to 10000, got 0"),
+    (["--rounds", "10001"], "--rounds must be an integer from 4"),
     (["--rounds", "2.5"], "invalid int value: '2.5'"),
     (["--model", "margins", "--rounds", "16"], "rounds needs the model pgm"),
 ])

@@ -161,9 +161,9 @@ def test_a_forged_smaller_delta_fails(release, tmp_path):
 
 @pytest.mark.parametrize("args, words", [
     (["--model", "margins", "--delta", "1e-5"], "delta needs the model pgm"),
-    (["--model", "pgm", "--delta", "0"], "delta must be a number above 0 and at most 0.001"),
-    (["--model", "pgm", "--delta", "0.5"], "delta must be a number above 0 and at most 0.001"),
-    (["--model", "pgm", "--delta", "nan"], "delta must be a number above 0"),
+    (["--model", "pgm", "--delta", "0"], "--delta must be a number above 0 and at most 0.001"),
+    (["--model", "pgm", "--delta", "0.5"], "--delta must be a number above 0 and at most 0.001"),
+    (["--model", "pgm", "--delta", "nan"], "--delta must be a number above 0"),
     (["--model", "pgm", "--delta", "x"], "invalid float value: 'x'"),
 ])
 def test_bad_input_is_one_line(release, tmp_path, capsys, args, words):

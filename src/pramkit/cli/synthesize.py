@@ -138,6 +138,30 @@ def print_summary(result: SynthesisResult) -> None:
     print(result.guarantee)
 
 
+#: The library's keywords that the command spells as flags, in its error messages.
+FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta"}
+
+
+def as_flags(message: str) -> str:
+    """A library error in the command's words: ``max_cells`` anywhere, ``rounds`` or ``delta`` opening it,
+    written as the flag.
+
+    Examples
+    --------
+    >>> as_flags("rounds must be an integer from 2 to 10000, got 0")
+    '--rounds must be an integer from 2 to 10000, got 0'
+    >>> as_flags("the rules make 2,000 cells, more than max_cells = 1,000: raise max_cells")
+    'the rules make 2,000 cells, more than --max-cells = 1,000: raise --max-cells'
+    >>> as_flags("delta 1e-05 is stated")
+    '--delta 1e-05 is stated'
+    """
+    import re
+
+    message = re.sub(r"(?<![\w-])max_cells\b", FLAGS["max_cells"], message)
+    head = message.split(" ", 1)[0]
+    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta") else message
+
+
 def run(args: argparse.Namespace) -> int:
     """Synthesize the release, write it and its manifest, print a summary.
 
@@ -157,18 +181,23 @@ def run(args: argparse.Namespace) -> int:
         A missing or unreadable file, a bad setting, a rule that does not fit, or an output that exists
         without ``--force``.
     """
+    from pramkit.errors import ParameterError
     from pramkit.kernel.rng import SecretKey
     from pramkit.synthesize import read_categories, synthesize_release
     from pramkit.synthesize_pgm import MAX_CELLS
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     cats = read_categories(args.categories) if args.categories is not None else None
-    result = synthesize_release(args.data, args.out, variables=args.vars, public=args.public, epsilon=args.epsilon,
-                                key=key, categories=cats, forbid=args.forbid, min_count=args.min_count,
-                                manifest_out=args.manifest, force=args.force, na_values=args.na_values,
-                                sep=args.sep, encoding=args.encoding, decimal=args.decimal,
-                                model=args.model, max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
-                                neighbours=args.neighbours, rounds=args.rounds, delta=args.delta)
+    try:
+        result = synthesize_release(args.data, args.out, variables=args.vars, public=args.public,
+                                    epsilon=args.epsilon, key=key, categories=cats, forbid=args.forbid,
+                                    min_count=args.min_count, manifest_out=args.manifest, force=args.force,
+                                    na_values=args.na_values, sep=args.sep, encoding=args.encoding,
+                                    decimal=args.decimal, model=args.model,
+                                    max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
+                                    neighbours=args.neighbours, rounds=args.rounds, delta=args.delta)
+    except ParameterError as err:
+        raise ParameterError(as_flags(str(err))) from None
     if args.json:
         print_json(result.to_dict(), kind="pramkit.synthesize.result")
     else:
