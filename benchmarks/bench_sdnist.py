@@ -302,6 +302,9 @@ def age_rules(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> l
                 rows.append({AGE_CLASS: "15+", v: NA})
     if "DVET" in variables:
         rows.append({AGE_CLASS: child, "DVET": codes("DVET", [NA])})
+    for v in ("INDP", "INDP_CAT"):  # no work industry under 15 (the data dictionary, SDNist's checks)
+        if v in variables:
+            rows.append({AGE_CLASS: child, v: codes(v, [NA])})
     if "EDU" in variables:
         rows.append({AGE_CLASS: "0-2", "EDU": codes("EDU", [NA])})
         rows.append({AGE_CLASS: "3-4", "EDU": codes("EDU", [NA, "1", "2", "3", "4"])})
@@ -322,6 +325,35 @@ def housing_rules(variables: Sequence[str], stratum: str | None = None) -> list[
     if {"HOUSING_TYPE", "OWN_RENT"} <= set(variables):
         return [{"HOUSING_TYPE": "1", "OWN_RENT": "0"}, {"HOUSING_TYPE": "2|3", "OWN_RENT": "1|2"}]
     return []
+
+
+def family_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, str]]:
+    """Forbidden combinations of the family and industry features, each a definition (none read off the data).
+
+    NOC (own children) is below NPF (persons in the family) where both apply (SDNist's check), and 'N' (group
+    quarters or vacant) only where NPF is 'N' too; INDP and INDP_CAT are 'N' together (SDNist's check).  The
+    codes are each variable's declared ones (its range where it is drawn over it).
+
+    >>> s = Setup(Path("x.csv"), None, ("NOC", "NPF"), (), {}, b"", 0, Path("."),
+    ...           {"NOC": ["N", "0", "1", "2"], "NPF": ["N", "2", "3"]})
+    >>> family_rules(s, ["NOC", "NPF"])
+    [{'NOC': 'N', 'NPF': '2|3'}, {'NOC': '2', 'NPF': '2'}]
+    """
+    def codes(v: str) -> list[str]:
+        return [c for c in (setup.ranges.get(v) or setup.categories[v]) if c != NA]
+
+    rows: list[dict[str, str]] = []
+    if {"NOC", "NPF"} <= set(variables):
+        npf = codes("NPF")
+        rows.append({"NOC": NA, "NPF": "|".join(npf)})
+        for k in codes("NOC"):
+            too_few = [j for j in npf if int(j) <= int(k)]
+            if too_few:
+                rows.append({"NOC": k, "NPF": "|".join(too_few)})
+    if {"INDP", "INDP_CAT"} <= set(variables):
+        rows += [{"INDP": NA, "INDP_CAT": "|".join(codes("INDP_CAT"))},
+                 {"INDP": "|".join(codes("INDP")), "INDP_CAT": NA}]
+    return rows
 
 
 def with_strata(setup: Setup, columns: Sequence[str]) -> Path:
@@ -639,7 +671,8 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
 
     variables = list(setup.features) if every else setup.perturbed
     public = () if every else setup.public
-    rules = age_rules_on_ages(setup, variables, na_is_value=True) + housing_rules(variables)
+    rules = (age_rules_on_ages(setup, variables, na_is_value=True) + housing_rules(variables)
+             + family_rules(setup, variables))
     categories = {**setup.codebook(variables), **({v: r for v, r in setup.ranges.items() if v in variables}
                                                   if every else {})}
     path = setup.path("synthesized.csv")
@@ -793,7 +826,8 @@ def on_demand(name: str) -> bool:
     elif family == "dp-shuffle":
         rules = match.group(3) == "-resampled"
         build = lambda s: (_resampled(s, _dp_shuffled(s, eps), age_rules_on_ages(s, s.features, na_is_value=True)  # noqa: E731
-                                      + housing_rules(s.features)) if rules else _dp_shuffled(s, eps))
+                                      + housing_rules(s.features) + family_rules(s, s.features))
+                           if rules else _dp_shuffled(s, eps))
         summary = (f"DP-optimal PRAM on every feature, shuffled (`apply --shuffle`), at the largest local budget "
                    f"whose central epsilon is {eps:g} (delta {SHUFFLE_DELTA:g}, clone bound)"
                    + (", then `pramkit resample` with the age and housing rules" if rules else ""))
