@@ -592,7 +592,10 @@ def _letters(names: Sequence[str]) -> dict[str, str]:
 
 class _Factors:
     """The model as non-negative factors over cliques (its potentials, exponentiated, and the rules' masks),
-    and its marginals by variable elimination in NumPy (``opt_einsum``), scaled to ``total`` records."""
+    and its marginals by variable elimination in NumPy (``opt_einsum``), scaled to ``total`` records;
+    ``fitted``: a marginal a clique holds is summed from the fit's own marginal of that clique instead."""
+
+    fitted = True
 
     def __init__(self, model: Any, masks: Sequence[tuple[tuple[str, ...], np.ndarray]], names: Sequence[str],
                  total: float) -> None:
@@ -604,11 +607,17 @@ class _Factors:
         self.items += [(cl, m.astype(float)) for cl, m in masks]
         self.total = total
         self.model = model
+        self._cliques: dict[tuple[str, ...], np.ndarray] = {}
 
     def marginal(self, r: Sequence[str]) -> np.ndarray:
-        """The model's marginal of ``r`` scaled to the total; by mbi's own inference (in logs) when the product
-        of the exponentiated factors underflows (many cliques far from their maxima at once)."""
+        """The model's marginal of ``r`` scaled to the total: summed from the fitted marginal of a clique that
+        holds ``r`` when there is one; else by variable elimination; by mbi's own inference (in logs) when the
+        product of the exponentiated factors underflows (many cliques far from their maxima at once)."""
         import opt_einsum
+
+        held = self._held(r)
+        if held is not None:
+            return held
 
         spec = ",".join("".join(self.letters[a] for a in cl) for cl, _ in self.items)
         out = opt_einsum.contract(f"{spec}->{''.join(self.letters[a] for a in r)}", *(v for _, v in self.items),
@@ -617,6 +626,25 @@ class _Factors:
         if not (np.isfinite(s) and s > SMALLEST_SUM):
             out = np.asarray(self.model.project(list(r)).transpose(list(r)).values, dtype=float)
             s = out.sum()
+        return out * (self.total / s) if s > 0 else out
+
+    def _held(self, r: Sequence[str]) -> np.ndarray | None:
+        """``r``'s marginal summed from the fitted marginals of the smallest model clique holding it (the fit's
+        own, at the same total), or None when no clique holds it or the model carries no marginals."""
+        marginals = getattr(self.model, "marginals", None)
+        if not self.fitted or marginals is None or float(self.model.total) != float(self.total):
+            return None
+        holding = [tuple(cl) for cl in marginals.cliques if set(r) <= set(cl)]
+        if not holding:
+            return None
+        cl = min(holding, key=lambda c: math.prod(marginals[c].domain.shape))
+        if cl not in self._cliques:
+            self._cliques[cl] = np.asarray(marginals[cl].values, dtype=float)
+        values = self._cliques[cl]
+        out = values.sum(axis=tuple(i for i, a in enumerate(cl) if a not in r))
+        kept = [a for a in cl if a in r]
+        out = np.clip(out.transpose([kept.index(a) for a in r]), 0.0, None)
+        s = out.sum()
         return out * (self.total / s) if s > 0 else out
 
 
