@@ -1072,8 +1072,9 @@ def prepare(data: Path, features: Sequence[str], public: Sequence[str], seed: in
     return Setup(source, frame, tuple(features), tuple(public), categories, key, seed, workdir, ranges)
 
 
-def run_config(name: str, setup: Setup, *, python: str, data_root: Path, target: str,
+def run_config(name: str, setup: Setup, *, python: str | None, data_root: Path, target: str,
                out: Path | None, estimator: str = "mle") -> Row:
+    """Release ``name``, keep it, and score it with SDNist (``python``; None: not scored)."""
     workdir = setup.workdir / name
     workdir.mkdir(parents=True, exist_ok=True)
     step = Setup(setup.source, setup.frame, setup.features, setup.public, setup.categories, setup.key,
@@ -1090,7 +1091,8 @@ def run_config(name: str, setup: Setup, *, python: str, data_root: Path, target:
     local, central = stated(release)
     tv = two_way_tv(step, release, estimator=estimator)
     t1 = time.perf_counter()
-    scores = score(scored, python=python, data_root=data_root, target=target, workdir=workdir / "sdnist")
+    scores = None if python is None else score(scored, python=python, data_root=data_root, target=target,
+                                               workdir=workdir / "sdnist")
     eps = None
     if release.steps and not any(m.ledger.frequencies == "exact" for _, m in release.steps):
         from pramkit.privacy.epsilon import record_epsilon
@@ -1329,7 +1331,7 @@ def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
     return "\n".join(lines)
 
 
-def run_peers(args: argparse.Namespace, python: str, data_root: Path) -> int:
+def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> int:
     """``--peers``: every column protected, pramkit's synthesizer beside MST and AIM at each epsilon, on each
     feature set, scored by SDNist in this run; one table."""
     sets = [args.feature_set] if args.feature_set else list(FEATURE_SETS)
@@ -1388,6 +1390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the estimator of the corrected 2-way tables (pramkit.estimate_table)")
     ap.add_argument("--out", type=Path, help="keep every scored release as NAME.csv beside its manifests")
     ap.add_argument("--plot", type=Path, help="write the frontier (k-marginal against matches) as a PNG")
+    ap.add_argument("--no-score", action="store_true",
+                    help="release only, SDNist left out: the release times on a quiet machine (scores '-')")
     ap.add_argument("--peers", action="store_true",
                     help="every column protected: pramkit's synthesizer beside dpmm's MST and AIM at each epsilon "
                          "(--epsilons), on each feature set (--feature-set), in this run")
@@ -1424,8 +1428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     features = [f for f in args.features.split(",") if f]
     public = [f for f in args.public.split(",") if f and f in features]
     data_root = Path(os.environ.get("SDNIST_DATA_ROOT") or DATA_ROOT)
-    python = sdnist_python()
-    if not args.data.is_file() or python is None:
+    python = None if args.no_score else sdnist_python()
+    if not args.data.is_file() or (python is None and not args.no_score):
         missing = f"the data ({args.data})" if not args.data.is_file() else \
             "SDNist (set SDNIST_PYTHON to the interpreter of benchmarks/sdnist_setup.sh's venv)"
         print(f"bench_sdnist: skipped: {missing} is not available")

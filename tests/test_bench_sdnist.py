@@ -288,3 +288,17 @@ def test_family_and_industry_rules_hold_on_the_original_and_forbid_sdnists_incon
     for change in ({"NOC": "3"}, {"NOC": "5", "NPF": "4"}, {"NOC": "N"}, {"AGEP": "12"},
                    {"AGEP": "12", "INDP": "N"}, {"INDP": "N"}, {"INDP_CAT": "N"}):
         assert any(_forbidden(rule, {**adult, **change}) for rule in rules), change
+
+
+def test_no_score_releases_without_sdnist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture) -> None:
+    """``--no-score``: the releases and their times, SDNist neither needed nor run (its columns '-')."""
+    source = NIST / "national" / "national2019.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} is not available")
+    monkeypatch.delenv("SDNIST_PYTHON", raising=False)
+    excerpt = tmp_path / "national2019.csv"
+    excerpt.write_text("".join(source.open(encoding="utf-8").readlines()[:1001]), encoding="utf-8")
+    assert bench.main(["--no-score", "--configs", "raw,dp-10", "--data", str(excerpt)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| raw ", "| dp-10 "))]
+    assert len(rows) == 2 and all(row.split(" | ")[3] == "-" for row in rows), rows
