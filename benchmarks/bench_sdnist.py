@@ -530,7 +530,7 @@ def _dp_shuffled(setup: Setup, central: float) -> Release:
     if setup.public:
         raise Skip("a central epsilon for every column needs every column perturbed: run with --public ''")
     cats = {**setup.codebook(variables), **{v: r for v, r in setup.ranges.items() if v in variables}}
-    local, m, eps = local_for_central(
+    local, m, _ = local_for_central(
         central, lambda e: pramkit.design_release(setup.source, variables, epsilon=e, rng=setup.rng(),
                                                   na_values=(), categories=cats), len(setup.frame))
     out, result = setup.apply(setup.source, m, "released.csv", na_values=(), shuffle=True)

@@ -124,7 +124,6 @@ def test_the_carried_marginals_give_mbis_own_iterates(problem):
     computes them) the carried estimator's 99 iterations are mbi's 99 steps, run here by mbi's own ``_step``
     from mbi's own start."""
     import jax
-
     from mbi import marginal_loss
 
     domain, ms, total = problem["domain"], problem["all"], float(ROWS)
