@@ -356,6 +356,19 @@ def family_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, str]]
     return rows
 
 
+def definition_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, str]]:
+    """Every rule of a file whose variables are all drawn or perturbed, 'N' a value: the age rules on AGEP's own
+    values, the housing rules, and the family and industry rules.
+
+    >>> s = Setup(Path("x.csv"), None, (), (), {"INDP": ["N", "170"], "INDP_CAT": ["N", "0"]}, b"", 0, Path("."),
+    ...           {"AGEP": [str(a) for a in range(100)]})
+    >>> [sorted(r) for r in definition_rules(s, ["AGEP", "INDP", "INDP_CAT"])]
+    [['AGEP', 'INDP'], ['AGEP', 'INDP_CAT'], ['INDP', 'INDP_CAT'], ['INDP', 'INDP_CAT']]
+    """
+    return (age_rules_on_ages(setup, variables, na_is_value=True) + housing_rules(variables)
+            + family_rules(setup, variables))
+
+
 def with_strata(setup: Setup, columns: Sequence[str]) -> Path:
     """The input file with the derived stratum columns added (computed from public or released columns)."""
     frame = setup.frame.copy()
@@ -671,8 +684,7 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
 
     variables = list(setup.features) if every else setup.perturbed
     public = () if every else setup.public
-    rules = (age_rules_on_ages(setup, variables, na_is_value=True) + housing_rules(variables)
-             + family_rules(setup, variables))
+    rules = definition_rules(setup, variables)
     categories = {**setup.codebook(variables), **({v: r for v, r in setup.ranges.items() if v in variables}
                                                   if every else {})}
     path = setup.path("synthesized.csv")
@@ -825,8 +837,7 @@ def on_demand(name: str) -> bool:
         summary = f"dpmm's {PEERS[family]} at central epsilon {eps:g}, delta {PEER_DELTA:g}, on every feature"
     elif family == "dp-shuffle":
         rules = match.group(3) == "-resampled"
-        build = lambda s: (_resampled(s, _dp_shuffled(s, eps), age_rules_on_ages(s, s.features, na_is_value=True)  # noqa: E731
-                                      + housing_rules(s.features) + family_rules(s, s.features))
+        build = lambda s: (_resampled(s, _dp_shuffled(s, eps), definition_rules(s, s.features))  # noqa: E731
                            if rules else _dp_shuffled(s, eps))
         summary = (f"DP-optimal PRAM on every feature, shuffled (`apply --shuffle`), at the largest local budget "
                    f"whose central epsilon is {eps:g} (delta {SHUFFLE_DELTA:g}, clone bound)"
