@@ -625,7 +625,11 @@ class _Factors:
         s = out.sum()
         if not (np.isfinite(s) and s > SMALLEST_SUM):
             out = np.asarray(self.model.project(list(r)).transpose(list(r)).values, dtype=float)
-            s = out.sum()
+        return self._to_total(out)
+
+    def _to_total(self, out: np.ndarray) -> np.ndarray:
+        """A marginal scaled to the total records (as it is when it sums to 0)."""
+        s = out.sum()
         return out * (self.total / s) if s > 0 else out
 
     def _held(self, r: Sequence[str]) -> np.ndarray | None:
@@ -643,9 +647,7 @@ class _Factors:
         values = self._cliques[cl]
         out = values.sum(axis=tuple(i for i, a in enumerate(cl) if a not in r))
         kept = [a for a in cl if a in r]
-        out = np.clip(out.transpose([kept.index(a) for a in r]), 0.0, None)
-        s = out.sum()
-        return out * (self.total / s) if s > 0 else out
+        return self._to_total(np.clip(out.transpose([kept.index(a) for a in r]), 0.0, None))
 
 
 def _model_cells(mbi: Any, domain: Any, cliques: Sequence[tuple[str, ...]]) -> int:
