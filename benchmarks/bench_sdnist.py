@@ -497,12 +497,13 @@ SHUFFLE_DELTA = 1e-6
 
 
 def local_for_central(central: float, design: Callable[[float], Any], n: int, *, delta: float = SHUFFLE_DELTA,
-                      top: float = 40.0, steps: int = 20) -> tuple[float, Any, float]:
-    """The largest local budget (to ``top / 2**steps``) whose design, its columns shuffled among ``n`` records
-    with none public, is at most ``central``-DP at ``delta``, as ``apply --shuffle`` states it
+                      bounds: tuple[float, float] = (0.01, 40.0), rtol: float = 1e-5) -> tuple[float, Any, float]:
+    """The largest local budget in ``bounds`` (to ``rtol``) whose design, its columns shuffled among ``n``
+    records with none public, is at most ``central``-DP at ``delta``, as ``apply --shuffle`` states it
     (:func:`pramkit.privacy.amplification.release_guarantees`: the clone bound with the matrices' own clone
-    probability, plus the design step's epsilon): ``(local, manifest, its central epsilon)``.  ``design``
-    makes the manifest at a local budget; the central epsilon grows with it.
+    probability, plus the design step's epsilon), found by :func:`pramkit.risk.tuning.search_epsilon`:
+    ``(local, manifest, its central epsilon)``.  ``design`` makes the manifest at a local budget; the
+    central epsilon grows with it.
 
     >>> from pramkit.design.classic import randomized_response
     >>> from pramkit.manifest import Manifest
@@ -513,25 +514,20 @@ def local_for_central(central: float, design: Callable[[float], Any], n: int, *,
     >>> got <= 0.5 < above, round(local, 1)
     (True, 4.3)
     """
+    from pramkit.errors import ParameterError
     from pramkit.privacy.amplification import release_guarantees
+    from pramkit.risk.tuning import search_epsilon
 
-    def central_of(local: float) -> tuple[Any, float]:
+    def central_of(local: float) -> float:
         m = design(local)
         g = release_guarantees(m, columns=list(m.columns), shuffled=True, clones=n, delta=delta)
-        return m, math.inf if g.shuffled is None else g.shuffled
+        return math.inf if g.shuffled is None else g.shuffled
 
-    lo, hi = 0.0, top
-    best: tuple[float, Any, float] | None = None
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        m, eps = central_of(mid)
-        if eps <= central:
-            lo, best = mid, (mid, m, eps)
-        else:
-            hi = mid
-    if best is None:
-        raise Skip(f"no local budget above {top / 2 ** steps:g} is central epsilon {central:g} among {n} records")
-    return best
+    try:
+        found = search_epsilon(central_of, bounds, central, measure="the central epsilon", rtol=rtol)
+    except ParameterError as err:
+        raise Skip(f"{err} (among {n} records)") from None
+    return found.epsilon, design(found.epsilon), found.risk
 
 
 def _dp_shuffled(setup: Setup, central: float) -> Release:
@@ -841,7 +837,7 @@ def on_demand(name: str) -> bool:
                            if rules else _dp_shuffled(s, eps))
         summary = (f"DP-optimal PRAM on every feature, shuffled (`apply --shuffle`), at the largest local budget "
                    f"whose central epsilon is {eps:g} (delta {SHUFFLE_DELTA:g}, clone bound)"
-                   + (", then `pramkit resample` with the age and housing rules" if rules else ""))
+                   + (", then `pramkit resample` with the age, housing, family and industry rules" if rules else ""))
     elif family == "dp" and match.group(3):
         build = lambda s: _resampled(s, _dp(s, eps), age_rules_on_ages(s, s.perturbed, na_is_value=False)  # noqa: E731
                                      + housing_rules(s.perturbed))
