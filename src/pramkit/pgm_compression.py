@@ -122,8 +122,11 @@ class Compression:
         return out
 
     def codes(self, codes: np.ndarray, names: Sequence[str]) -> np.ndarray:
-        """The original's codes in the compressed categories."""
-        out = np.array(codes, dtype=np.int64, copy=True)
+        """The original's codes in the compressed categories (of the codes' type: a group's code is at most its
+        first member's); the codes themselves when no variable is compressed."""
+        if not any(self.merged(v) for v in names):
+            return codes
+        out = np.array(codes, copy=True)
         for j, v in enumerate(names):
             if self.merged(v):
                 out[:, j] = self._lookup(v)[out[:, j]]

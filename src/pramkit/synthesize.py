@@ -47,8 +47,9 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,13 @@ from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import pandas_table
 from pramkit.kernel import _kernels
-from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
+from pramkit.kernel.rng import Pieces, SecretKey, resolve_key, uniforms
 from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
 from pramkit.pgm_compression import COMPRESS_SD
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
+from pramkit.synthesize_codes import CodedFile, code_chunks, read_codes, released_tables
 from pramkit.synthesize_pgm import (
     MAX_CELLS,
     check_delta,
@@ -162,7 +164,9 @@ class SynthesisResult:
     Attributes
     ----------
     data : pandas.DataFrame
-        The released records (every column of the input; the synthesized ones redrawn).
+        The released records (every column of the input; the synthesized ones redrawn).  A release of a file by
+        the model pgm is written batch by batch and never held: its records are made again from the draws
+        when ``data`` is first read.
     variables, public : tuple of str
         The synthesized variables and the public columns (released as they are).
     measurements : list of Measurement
@@ -177,9 +181,13 @@ class SynthesisResult:
         The files written.
     seconds : float
         Wall time.
+    shared_draws : int
+        Records that take the draw of another record (``min_count`` 2).
+    rows : int
+        Released records.
     """
 
-    data: pd.DataFrame
+    records: pd.DataFrame | None
     variables: tuple[str, ...]
     public: tuple[str, ...]
     measurements: list[Measurement]
@@ -190,6 +198,22 @@ class SynthesisResult:
     manifest_path: str | None = None
     seconds: float = 0.0
     shared_draws: int = 0
+    rows: int = 0
+    #: The released file's tables, made again from the draws (a release written batch by batch), and the
+    #: file's missing codes (blanked in ``data``).
+    tables: Callable[[], Iterator[pa.Table]] | None = field(default=None, repr=False)
+    missing: Any = field(default=None, repr=False)
+
+    @property
+    def data(self) -> pd.DataFrame:
+        """The released records (a release written batch by batch: made again from its draws, once)."""
+        if self.records is None:
+            from pramkit.io import blank_missing_codes
+
+            assert self.tables is not None
+            table = pa.concat_tables(list(self.tables()))
+            self.records = blank_missing_codes(table, self.missing).to_pandas()
+        return self.records
 
     @property
     def model(self) -> str:
@@ -217,7 +241,7 @@ class SynthesisResult:
     def to_dict(self) -> dict[str, Any]:
         """The summary ``pramkit synthesize --json`` prints."""
         return {"out": self.out,
-                "manifest": self.manifest_path, "rows": len(self.data), "variables": list(self.variables),
+                "manifest": self.manifest_path, "rows": self.rows, "variables": list(self.variables),
                 "public": list(self.public), "tables": len(self.measurements),
                 "record_epsilon": self.record_epsilon, "delta": self.delta, "shared_draws": self.shared_draws,
                 "guarantee": self.guarantee, "seconds": round(self.seconds, 3)}
@@ -354,58 +378,144 @@ def synthesize_release(
     if model == "pgm":
         import_mbi()
     src = None if isinstance(data, pd.DataFrame) else Path(data)
-    frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding, decimal)
-    _check_every_column_drawn(frame, variables, neighbours)
-    pool = default_pool(len(frame)) if pool is None else pool
+    read = _read_input(data, src, variables, public_cols, categories, model,
+                       (tuple(na_values), sep, encoding, decimal))
+    _check_every_column_drawn(read.columns, variables, neighbours)
     rules = as_rules(forbid)
-    _check_rule_columns(rules, variables, public_cols, list(frame.columns))
+    _check_rule_columns(rules, variables, public_cols, read.columns)
     sk = resolve_key(key)
-    _check_spellings(frame, [*(v for v in variables if categories is None or v not in categories), *public_cols])
-    cats, sources = _categories(frame, variables, categories)
-    codes = _encode(frame, variables, cats)
-    cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal if src is not None else CSV_DECIMAL)
     if model == "pgm":
-        drawn, measurements, selections, shared, rounds, zcdp, groups = _draw_pgm(
-            codes, variables, cats, rules, epsilon, sk, min_count, max_cells, neighbours, rounds, delta)
-        procedure: dict[str, Any] = {"model": "pgm", "max_cells": max_cells, "rounds": rounds,
-                                     "min_count": min_count, **({"delta": delta} if delta is not None else {}),
-                                     "compress": COMPRESS_SD}
+        made = _draw_pgm(read, variables, read.cats, rules, epsilon, sk, min_count, max_cells, neighbours,
+                         rounds, delta)
     else:
-        drawn, measurements, shared = _draw_margins(frame, codes, cell, cell_labels, variables, public_cols, cats,
-                                                    rules, epsilon, sk, pool, sweeps, min_count, public_bins)
-        selections, zcdp, groups = [], None, {}
-        procedure = {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins}
-    released, kept = _released_frame(frame, kept, drawn, variables, cats, copy=src is None, neighbours=neighbours)
-    if rules is not None and rules.breaking(released, list(released.columns)).any():
-        raise DataError("the released records break an edit rule the pool should have kept: report this")
-    eps_total = _design_epsilon(measurements, selections, float(epsilon), zcdp)
-    as_they_are = [str(c) for c in released.columns if c not in variables]
-    ledger_dict = synthesis_ledger(eps_total, float(epsilon), sources, as_they_are,
-                                   missing=[v for v in variables if None in cats[v]], codes=_code_words(src),
-                                   neighbours=neighbours, zcdp=zcdp)
-    guarantee = ledger_dict["statement"]
-    manifest = {
-        "format": FORMAT, "version": FORMAT_VERSION,
-        **_neighbours_field(neighbours),
-        "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v],
-                          **({"groups": groups[v]} if groups.get(v) else {})} for v in variables},
-        "public": {"columns": list(public_cols), "bins": bins, "cells": len(cell_labels)},
-        "released_as_they_are": as_they_are,
-        "rules": rules.to_dict() if rules is not None else None,
-        "procedure": procedure,
-        "measurements": [m.to_dict() for m in measurements],
-        **({"selections": [x.to_dict() for x in selections]} if model == "pgm" else {}),
-        "ledger": ledger_dict,
-        "rows": len(released),
-        "na_values": list(na_values),
-    }
-    result = SynthesisResult(released, variables, public_cols, measurements, eps_total, guarantee, manifest,
-                             shared_draws=shared)
+        made = _draw_margins(read, variables, public_cols, rules, epsilon, sk, pool, sweeps, min_count,
+                             public_bins, decimal if src is not None else CSV_DECIMAL)
+    read.pop_codes()  # the original's codes are read no more
+    released, tables, written_meta = _release(read, made.drawn, variables, rules, neighbours, src,
+                                              (tuple(na_values), sep, encoding, decimal))
+    eps_total = _design_epsilon(made.measurements, made.selections, float(epsilon), made.zcdp)
+    manifest = _manifest(read, made, variables, public_cols, rules, eps_total, float(epsilon), neighbours, src,
+                         na_values)
+    result = SynthesisResult(released, variables, public_cols, made.measurements, eps_total,
+                             manifest["ledger"]["statement"], manifest, shared_draws=made.shared,
+                             rows=len(made.drawn), tables=tables, missing=written_meta.missing if tables else None)
     if out is not None:
-        result.out, result.manifest_path = _write(released, Path(out), manifest_out, manifest, force, src,
-                                                  sep, encoding, kept=(kept, meta, variables))
+        written = (tables(), written_meta) if tables is not None else \
+            _table_and_meta(released, read.kept, written_meta, variables)
+        result.out, result.manifest_path = _write(written, Path(out), manifest_out, manifest, force, src)
     result.seconds = time.perf_counter() - start
     return result
+
+
+@dataclass
+class _Read:
+    """The original as the models read it: its columns, each variable's categories and where they came from,
+    the records' codes, and the frame (the model margins, or data given as a frame) or the file read as codes
+    (:func:`pramkit.synthesize_codes.read_codes`), with the file's metadata and, for a frame read from a
+    file, the file as read with its missing codes (``kept``)."""
+
+    columns: list[str]
+    cats: dict[str, list[Any]]
+    sources: dict[str, CategorySource]
+    codes: np.ndarray
+    frame: pd.DataFrame | None = None
+    coded: CodedFile | None = None
+    kept: pa.Table | None = None
+    meta: Any = None
+
+    def pop_codes(self) -> np.ndarray:
+        """The records' codes, held here no more (so that whoever reads them last frees them)."""
+        codes = self.codes
+        self.codes = codes[:0]
+        if self.coded is not None:
+            self.coded.codes = self.codes
+        return codes
+
+
+def _read_input(data: Any, src: Path | None, variables: tuple[str, ...], public_cols: tuple[str, ...],
+                categories: Mapping[str, Sequence[Any]] | None, model: str,
+                dialect: tuple[tuple[str, ...], str, str, str]) -> _Read:
+    """The original read (:class:`_Read`): a file for the model pgm as codes, batch by batch; otherwise as a
+    frame, with its values' spellings checked and its categories found."""
+    na_values, sep, encoding, decimal = dialect
+    if model == "pgm" and src is not None:
+        coded = read_codes(src, variables, categories, na_values=na_values, sep=sep, encoding=encoding,
+                           decimal=decimal)
+        return _Read(list(coded.meta.columns), coded.cats, coded.sources, coded.codes, coded=coded, meta=coded.meta)
+    frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding, decimal)
+    _check_spellings(frame, [*(v for v in variables if categories is None or v not in categories), *public_cols])
+    cats, sources = _categories(frame, variables, categories)
+    return _Read([str(c) for c in frame.columns], cats, sources, _encode(frame, variables, cats), frame=frame,
+                 kept=kept, meta=meta)
+
+
+@dataclass
+class _Made:
+    """What a model drew and measured: the drawn codes (records by variables), the DP tables and choices,
+    the records that share a draw, the manifest's ``procedure``, the zCDP figures (or ``None``), each
+    variable's compressed categories, and the public cells and bins (the model margins)."""
+
+    drawn: np.ndarray
+    measurements: list[Measurement]
+    selections: list[Any]
+    shared: int
+    procedure: dict[str, Any]
+    zcdp: dict[str, float] | None = None
+    groups: dict[str, list[list[int]] | None] = field(default_factory=dict)
+    cells: int = 1
+    bins: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _release(read: _Read, drawn: np.ndarray, variables: tuple[str, ...], rules: Rules | None, neighbours: str,
+             src: Path | None, dialect: tuple[tuple[str, ...], str, str, str]
+             ) -> tuple[pd.DataFrame | None, Callable[[], Iterator[pa.Table]] | None, Any]:
+    """The released records: a frame (and the rules checked on it), or, for a file read as codes, the
+    released file's tables made batch by batch from the draws (the model's draws keep every rule:
+    :mod:`pramkit.synthesize_pgm` checks them); and the metadata the released file is written with."""
+    na_values, sep, encoding, decimal = dialect
+    if read.coded is not None:
+        assert src is not None
+        tables = partial(released_tables, read.coded, drawn, variables, src,
+                         every_column=neighbours == "add-remove", na_values=na_values, sep=sep, encoding=encoding,
+                         decimal=decimal)
+        return None, tables, read.meta
+    assert read.frame is not None
+    released, read.kept = _released_frame(read.frame, read.kept, drawn, variables, read.cats, copy=src is None,
+                                          neighbours=neighbours)
+    if rules is not None and rules.breaking(released, list(released.columns)).any():
+        raise DataError("the released records break an edit rule the pool should have kept: report this")
+    from pramkit.io import TableMeta
+
+    meta = read.meta if read.meta is not None else TableMeta("csv", list(released.columns), sep=sep,
+                                                             encoding=encoding)
+    return released, None, meta
+
+
+def _manifest(read: _Read, made: _Made, variables: tuple[str, ...], public_cols: tuple[str, ...],
+              rules: Rules | None, eps_total: float, budget: float, neighbours: str, src: Path | None,
+              na_values: Sequence[str]) -> dict[str, Any]:
+    """The manifest (``released`` is added when the file is written)."""
+    cats = read.cats
+    as_they_are = [c for c in read.columns if c not in variables]
+    ledger_dict = synthesis_ledger(eps_total, budget, read.sources, as_they_are,
+                                   missing=[v for v in variables if None in cats[v]], codes=_code_words(src),
+                                   neighbours=neighbours, zcdp=made.zcdp)
+    pgm = made.procedure.get("model") == "pgm"
+    return {
+        "format": FORMAT, "version": FORMAT_VERSION,
+        **_neighbours_field(neighbours),
+        "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": read.sources[v],
+                          **({"groups": made.groups[v]} if made.groups.get(v) else {})} for v in variables},
+        "public": {"columns": list(public_cols), "bins": made.bins, "cells": made.cells},
+        "released_as_they_are": as_they_are,
+        "rules": rules.to_dict() if rules is not None else None,
+        "procedure": made.procedure,
+        "measurements": [m.to_dict() for m in made.measurements],
+        **({"selections": [x.to_dict() for x in made.selections]} if pgm else {}),
+        "ledger": ledger_dict,
+        "rows": len(made.drawn),
+        "na_values": list(na_values),
+    }
 
 
 def _design_epsilon(measurements: Sequence[Measurement], selections: Sequence[Any], budget: float,
@@ -417,10 +527,10 @@ def _design_epsilon(measurements: Sequence[Measurement], selections: Sequence[An
     return record_epsilon([m.epsilon for m in measurements] + [x.epsilon for x in selections])
 
 
-def _check_every_column_drawn(frame: pd.DataFrame, variables: Sequence[str], neighbours: str) -> None:
+def _check_every_column_drawn(columns: Sequence[str], variables: Sequence[str], neighbours: str) -> None:
     """Under add-or-remove neighbours, refuse data with a column that is not synthesized (it would be released
     as it is, record by record, and the number of records is not public)."""
-    others = [str(c) for c in frame.columns if c not in variables]
+    others = [c for c in columns if c not in variables]
     if neighbours == "add-remove" and others:
         raise DataError(f"under add-or-remove neighbours every column is synthesized (the number of records is not "
                         f"public, so no column can be released as it is): the data also has {', '.join(others)}: "
@@ -450,12 +560,15 @@ def _neighbours_field(neighbours: str) -> dict[str, str]:
     return {"neighbours": neighbours} if neighbours != "replace-one" else {}
 
 
-def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell_labels: list[tuple],
-                  variables: tuple[str, ...], public_cols: tuple[str, ...], cats: dict[str, list[Any]],
-                  rules: Rules | None, epsilon: float, sk: SecretKey, pool: int, sweeps: int, min_count: int,
-                  public_bins: int) -> tuple[np.ndarray, list[Measurement], int]:
+def _draw_margins(read: _Read, variables: tuple[str, ...], public_cols: tuple[str, ...], rules: Rules | None,
+                  epsilon: float, sk: SecretKey, pool: int | None, sweeps: int, min_count: int, public_bins: int,
+                  decimal: str) -> _Made:
     """The default model (module docstring): the tables measured, the pool drawn and raked, one candidate
     picked per record (and shared by pairs with ``min_count`` 2)."""
+    frame, codes, cats = read.frame, read.codes, read.cats
+    assert frame is not None
+    pool = default_pool(len(frame)) if pool is None else pool
+    cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal)
     check_memory(len(frame), pool, {v: len(cats[v]) for v in variables}, len(cell_labels))
     joints = _joints(rules, frame, public_cols, variables, cats)
     measurements, exact_bytes = _measure(codes, cell, len(cell_labels), variables, cats, cell_labels, epsilon, sk)
@@ -470,14 +583,13 @@ def _draw_margins(frame: pd.DataFrame, codes: np.ndarray, cell: np.ndarray, cell
     shared = 0
     if min_count == 2:
         drawn, shared = _share_draws(drawn, groups, uniforms(draw_key, "@pairs", 0, len(frame)))
-    return drawn, measurements, shared
+    return _Made(drawn, measurements, [], shared, {"pool": pool, "sweeps": sweeps, "min_count": min_count,
+                                                   "public_bins": public_bins}, cells=len(cell_labels), bins=bins)
 
 
-def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
+def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
-              rounds: int | None = None, delta: float | None = None
-              ) -> tuple[np.ndarray, list[Measurement], list[Any], int, int, dict[str, float] | None,
-                         dict[str, list[list[int]] | None]]:
+              rounds: int | None = None, delta: float | None = None) -> _Made:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
@@ -496,19 +608,21 @@ def _draw_pgm(codes: np.ndarray, variables: tuple[str, ...], cats: dict[str, lis
                            *([neighbours] if neighbours != "replace-one" else []),
                            *([{"rounds": rounds}] if rounds is not None else []),
                            *([{"delta": delta}] if delta is not None else [])]).encode()
-    draw_key = sk.for_data("synthesize-pgm", np.ascontiguousarray(codes, dtype="<i8").tobytes(), settings)
-    fit = fit_and_draw(codes, variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
+    draw_key = sk.for_data("synthesize-pgm", Pieces(read.codes.size * 8, code_chunks(read.codes)), settings)
+    fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
                        max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta)
     drawn, shared = fit.drawn, 0
     if min_count == 2:  # the records drawn: under add-or-remove neighbours, not the original's number
-        drawn, shared = _share_draws(drawn, np.zeros(len(drawn), dtype=np.int64),
-                                     uniforms(draw_key, "@pairs", 0, len(drawn)))
+        drawn, shared = _share_draws(drawn, np.zeros(len(drawn), dtype=np.uint8),
+                                     uniforms(draw_key, "@pairs", 0, len(drawn)), inplace=True)
     measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
                     for t in fit.measurements]
     zcdp = None if delta is None else zcdp_figures(float(epsilon), delta, [m.to_dict() for m in measurements],
                                                    [x.to_dict() for x in fit.selections])
     groups = {v: fit.compression.groups_of(v) for v in variables}
-    return drawn, measurements, fit.selections, shared, fit.rounds, zcdp, groups
+    procedure = {"model": "pgm", "max_cells": max_cells, "rounds": fit.rounds, "min_count": min_count,
+                 **({"delta": delta} if delta is not None else {}), "compress": COMPRESS_SD}
+    return _Made(drawn, measurements, fit.selections, shared, procedure, zcdp, groups)
 
 
 def zcdp_figures(epsilon: float, delta: float, measurements: Sequence[Mapping[str, Any]],
@@ -1251,10 +1365,12 @@ def _pick(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     return pick
 
 
-def _share_draws(drawn: np.ndarray, groups: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, int]:
+def _share_draws(drawn: np.ndarray, groups: np.ndarray, u: np.ndarray, inplace: bool = False
+                 ) -> tuple[np.ndarray, int]:
     """Pair the records of each group of exact public values in a keyed order; the second of a pair
-    (and a lone last record) takes the first's draw."""
-    out = drawn.copy()
+    (and a lone last record) takes the first's draw (``inplace``: in ``drawn`` itself, which holds only
+    what is read: a record whose draw is taken is never one that takes another's)."""
+    out = drawn if inplace else drawn.copy()
     order = np.lexsort((u, groups))
     g = groups[order]
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
@@ -1318,27 +1434,34 @@ def read_categories(path: str | Path) -> dict[str, list[Any]]:
     return obj
 
 
-def _write(released: pd.DataFrame, out: Path, manifest_out: str | Path | None, manifest: dict[str, Any],
-           force: bool, src: Path | None, sep: str, encoding: str, kept: tuple[Any, Any, Sequence[str]] = (None, None, ()),
-           ) -> tuple[str, str]:
+def _table_and_meta(released: pd.DataFrame | None, kept: pa.Table | None, meta: Any, variables: Sequence[str]
+                    ) -> tuple[list[pa.Table], Any]:
+    """The released frame as the one table of the released file: the file as read with its missing codes
+    (``kept``; :func:`_released_table`), or a data frame's records; and the metadata it is written with."""
+    assert released is not None
+    return [pandas_table(released) if kept is None else _released_table(kept, released, variables)], meta
+
+
+def _write(written: tuple[Iterable[pa.Table], Any], out: Path, manifest_out: str | Path | None,
+           manifest: dict[str, Any], force: bool, src: Path | None) -> tuple[str, str]:
     """The released file and its manifest, both or neither: the file is renamed into place first,
-    then the manifest that names its digest.  ``kept``: the file as read with its missing codes, what its reader
-    learnt (labels, user-missing codes) and the synthesized variables; the released file is then made from it
-    (:func:`_released_table`) and keeps its codes and labels in any format (:class:`pramkit.io.TableWriter`)."""
+    then the manifest that names its digest.  ``written``: the released file's tables (written one after
+    another) and what the reader of the original learnt (labels, user-missing codes, the CSV dialect), which
+    the writer keeps in any format (:class:`pramkit.io.TableWriter`)."""
     from pramkit.atomic import atomic_path
-    from pramkit.io import TableMeta, TableWriter
+    from pramkit.io import TableWriter
 
     mpath = manifest_path(out, manifest_out)
     inputs = [src] if src is not None else []
     if mpath.resolve() == out.resolve():
         raise ParameterError("the manifest cannot be the released file: name another manifest")
-    table = pandas_table(released) if kept[0] is None else _released_table(kept[0], released, kept[2])
-    meta = kept[1] if kept[1] is not None else TableMeta("csv", list(released.columns), sep=sep, encoding=encoding)
+    tables, meta = written
     # exits in reverse order: the released file is renamed into place first, then its manifest
     with atomic_path(mpath, force=force, inputs=[*inputs, out]) as tmp, \
             TableWriter(out, force=force, inputs=[*inputs, mpath], meta=meta) as writer:
-        writer.write(table)
+        for table in tables:
+            writer.write(table)
         writer.close()
-        manifest["released"] = {"file": out.name, "sha256": writer.sha256, "rows": table.num_rows}
+        manifest["released"] = {"file": out.name, "sha256": writer.sha256, "rows": writer.rows}
         tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return str(out), str(mpath)

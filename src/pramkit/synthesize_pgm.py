@@ -90,6 +90,7 @@ import numpy as np
 from pramkit.errors import DataError, ParameterError
 from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.pgm_compression import COMPRESS_SD, compression_of
+from pramkit.synthesize_codes import cell_index, code_chunks, code_dtype, count_cells
 
 #: The models of ``pramkit synthesize``: the default (margins raked over a pool) and the graphical model.
 MODELS = ("margins", "pgm")
@@ -567,19 +568,22 @@ class _Data:
         self.codes, self.names, self.sizes = codes, list(names), list(sizes)
         self._exact: dict[tuple[str, ...], np.ndarray] = {}
         self.cached = 0
-        self.digest = hashlib.sha256(np.ascontiguousarray(codes, dtype="<i8").tobytes()).digest()
+        digest = hashlib.sha256()
+        for piece in code_chunks(codes):
+            digest.update(piece)
+        self.digest = digest.digest()
 
     def shape(self, r: Sequence[str]) -> tuple[int, ...]:
         return tuple(self.sizes[self.names.index(a)] for a in r)
 
+    def forget(self) -> None:
+        """Hold the records no more (their exact marginals are read no more)."""
+        self.codes = self.codes[:0]
+
     def exact(self, r: tuple[str, ...]) -> np.ndarray:
         if r in self._exact:
             return self._exact[r]
-        idx = [self.names.index(a) for a in r]
-        shape = self.shape(r)
-        flat = np.ravel_multi_index(tuple(self.codes[:, i] for i in idx), shape) if len(idx) > 1 \
-            else self.codes[:, idx[0]]
-        table = np.bincount(flat, minlength=math.prod(shape)).astype(np.int64).reshape(shape)
+        table = count_cells(self.codes, [self.names.index(a) for a in r], self.shape(r))
         if self.cached + table.size <= EXACT_CACHE_CELLS:  # kept while memory allows, else counted again
             self._exact[r] = table
             self.cached += table.size
@@ -802,7 +806,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     neighbours = check_neighbours(neighbours)
     masks = rule_masks(rules, names, cats, max_cells)
     data = _Data(codes, names, sizes)
-    n = len(codes) if neighbours == "replace-one" else None  # add-or-remove: the total is estimated
+    n = len(codes) if neighbours == "replace-one" else None
+    del codes  # the records are read through data alone (and freed with it, before the draws)  # add-or-remove: the total is estimated
     rounds = check_rounds(rounds, len(names))
     if rounds is None:
         rounds = ROUNDS_PER_VARIABLE * len(names)
@@ -836,6 +841,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         if delta is None and record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
         rows = n if n is not None else released_records(state.total())
+        data.forget()
+        state.data.forget()
         drawn = expand(comp, draw(state.factors(), names, sizes_c, rows, draw_key, state.cliques()), names,
                        draw_key)
     _check_rules_kept(masks, names, drawn)
@@ -847,7 +854,7 @@ def expand(comp: Any, drawn: np.ndarray, names: Sequence[str], key: SecretKey) -
     """The drawn codes back in the full categories (:class:`pramkit.pgm_compression.Compression`): a record
     drawn into a merged category takes one of its categories by :meth:`~Compression.expansion`'s weights, by
     systematic sampling within the records drawn into it, at keyed uniforms."""
-    out = np.array(drawn, dtype=np.int64, copy=True)
+    out = np.array(drawn, dtype=code_dtype([comp.full(v) for v in names]), copy=True)
     for j, v in enumerate(names):
         if comp.merged(v):
             out[:, j] = _systematic(comp.expansion(v), out[:, j], uniforms(key, f"@pgm|{v}|expand-rank", 0, len(out)),
@@ -1102,7 +1109,7 @@ def draw(factors: _Factors, names: Sequence[str], sizes: Sequence[int], n: int, 
     domain = _domain(names, sizes)
     tree, order = junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
     nodes = [set(c) for c in tree.nodes]
-    out = np.zeros((n, len(names)), dtype=np.int64)
+    out = np.zeros((n, len(names)), dtype=code_dtype(sizes))
     used: list[str] = []
     for col in order[::-1]:
         parents = [a for a in used if any(col in c and a in c for c in nodes)]
@@ -1110,7 +1117,7 @@ def draw(factors: _Factors, names: Sequence[str], sizes: Sequence[int], n: int, 
         marg = factors.marginal((*parents, col)).reshape(-1, sizes[j])
         if parents:
             idx = [names.index(a) for a in parents]
-            group = np.ravel_multi_index(tuple(out[:, i] for i in idx), [sizes[i] for i in idx])
+            group = cell_index([out[:, i] for i in idx], [sizes[i] for i in idx])
         else:
             group = np.zeros(n, dtype=np.int64)
         out[:, j] = _systematic(marg, group, uniforms(key, f"@pgm|{col}|rank", 0, n),
@@ -1141,15 +1148,21 @@ def _systematic(marg: np.ndarray, group: np.ndarray, rank_u: np.ndarray, u: np.n
     g = group[order]
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     counts = np.diff(np.r_[starts, len(g)])
-    rank = np.arange(len(g)) - np.repeat(starts, counts)
-    point = (rank + u[order]) / np.repeat(counts, counts)
+    point = np.arange(len(g), dtype=float)  # each record's rank within its group, plus its uniform, over the size
+    point -= np.repeat(starts, counts)
+    point += u[order]
+    point /= np.repeat(counts, counts)
     tot = marg.sum(axis=1, keepdims=True)
     cdf = np.cumsum(marg, axis=1) / np.where(tot > 0, tot, 1.0)
     last = marg.shape[1] - 1 - np.argmax(marg[:, ::-1] > 0, axis=1)
     shift = 2.0 * np.arange(len(marg))
-    at = np.searchsorted((cdf + shift[:, None]).ravel(), point + shift[g], side="right") - g * marg.shape[1]
+    point += shift[g]
+    at = np.searchsorted((cdf + shift[:, None]).ravel(), point, side="right")
+    del point
+    at -= g * marg.shape[1]
+    np.minimum(at, last[g], out=at)
     out = np.empty(len(group), dtype=np.int64)
-    out[order] = np.minimum(at, last[g])
+    out[order] = at
     return out
 
 

@@ -122,7 +122,7 @@ def print_summary(result: SynthesisResult) -> None:
     tables = len(result.measurements)
     chosen = (f" ({len(result.selections)} chosen by the exponential mechanism, a graphical model fitted)"
               if result.model == "pgm" else "")
-    print(f"{where}{len(result.data):,} rows in {result.seconds:.2f} s: {', '.join(result.variables)} drawn from "
+    print(f"{where}{result.rows:,} rows in {result.seconds:.2f} s: {', '.join(result.variables)} drawn from "
           f"{tables} DP table{'s' if tables != 1 else ''}{chosen}{given}")
     if result.shared_draws:
         print(f"shared draws: {result.shared_draws:,} records take the draw of another record with the same public "

@@ -45,9 +45,10 @@ import re
 import secrets
 import stat
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -558,7 +559,7 @@ class SecretKey:
                                    digest_size=MIN_KEY_BYTES, person=_RELEASE_PERSON).digest()
         return SecretKey(material, self.source, self.path, (str(digest), text))
 
-    def for_data(self, kind: str, *parts: bytes) -> SecretKey:
+    def for_data(self, kind: str, *parts: bytes | Pieces) -> SecretKey:
         """The key of a release whose identity is the data it releases (a swap, a numerical release).
 
         :meth:`for_release` of a keyed BLAKE2b digest of ``parts`` under this key (never
@@ -571,8 +572,9 @@ class SecretKey:
         ----------
         kind : str
             What is released (a domain-separation name, e.g. ``"swap"``).
-        *parts : bytes
-            The canonical bytes of everything the release reads (data and settings).
+        *parts : bytes or Pieces
+            The canonical bytes of everything the release reads (data and settings); a large part may come as
+            :class:`Pieces` (its length and its bytes in pieces), the same key as its bytes joined.
 
         Returns
         -------
@@ -586,11 +588,21 @@ class SecretKey:
         True
         >>> a.material == key.for_data("swap", b"households", b"rate 0.2").material, a.release[0][:5]
         (False, 'swap:')
+        >>> a.material == key.for_data("swap", Pieces(10, [b"house", b"holds"]), b"rate 0.1").material
+        True
         """
         master = hashlib.blake2b(self.material, digest_size=64, person=_DATA_PERSON).digest()
-        digest = hashlib.blake2b(_framed(kind.encode("utf-8"), *parts), key=master, digest_size=32,
-                                 person=_DATA_PERSON).hexdigest()
-        return self.for_release(f"{kind}:{digest}")
+        h = hashlib.blake2b(key=master, digest_size=32, person=_DATA_PERSON)
+        for part in (kind.encode("utf-8"), *parts):
+            pieces = part if isinstance(part, Pieces) else Pieces(len(part), (part,))
+            h.update(pieces.length.to_bytes(8, "little"))
+            written = 0
+            for piece in pieces.chunks:
+                h.update(piece)
+                written += len(piece)
+            if written != pieces.length:
+                raise ValueError(f"a part of {pieces.length} bytes came as {written}")
+        return self.for_release(f"{kind}:{h.hexdigest()}")
 
     def philox_key(self, variable: str) -> np.ndarray:
         """The 128-bit Philox key of one variable (two uint64 words).
@@ -621,6 +633,13 @@ class SecretKey:
         master = hashlib.blake2b(self.material, digest_size=64, person=_PERSON).digest()
         digest = hashlib.blake2b(variable.encode("utf-8"), key=master, digest_size=16, person=_PERSON).digest()
         return np.frombuffer(digest, dtype="<u8").astype(np.uint64)
+
+
+class Pieces(NamedTuple):
+    """A part of :meth:`SecretKey.for_data` too large to join: its length in bytes and its bytes in pieces."""
+
+    length: int
+    chunks: Iterable[bytes]
 
 
 def _framed(*parts: bytes) -> bytes:
