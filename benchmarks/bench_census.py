@@ -20,6 +20,10 @@ fresh process (so that its peak resident memory, ``VmHWM``, is its own):
   estimate    the weighted table of the released area, households as PSUs
   audit       the manifest, the release against the original, and the release derived again
   reports     the internal and the public HTML reports (one command writes both)
+  synthesize  every census variable, the area and the region drawn from the model pgm at (1, 1e-9)-DP
+              (marginals chosen and measured in zCDP, a graphical model fitted, the edit rule a structural
+              zero; replace-one neighbours: the household id, its size and the weight are released as they
+              are, which the ledger says), read and written batch by batch as codes
 
 Each stage prints its wall time, CPU time and peak memory, and their ratios to the floor
 measured in the same run: one streamed read of the whole file with pyarrow (every column,
@@ -54,7 +58,9 @@ KEYS = "area,age,sex,marital_status,race"
 #: The edit rule: a child of 0-9 is never married.
 RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'
 #: Stages in the order an officer runs them.
-STAGES = ("design", "apply", "risk", "household", "suda", "estimate", "audit", "reports")
+STAGES = ("design", "apply", "risk", "household", "suda", "estimate", "audit", "reports", "synthesize")
+#: The variables the synthesize stage draws (every column but the household id, its size and the weight).
+SYNTHESIZED = "region,ownership,mortgage,age,sex,marital_status,race,education,employment,disability,veteran,area"
 
 
 def weights_of(hid: np.ndarray) -> np.ndarray:
@@ -98,6 +104,7 @@ def write_inputs(folder: Path) -> None:
     codes = {**CENSUS_VARIABLES, "area": tuple(geo["category"]), "region": tuple(sorted(set(area_regions(geo))))}
     lines = ["variable,category"] + [f'{v},"{c}"' for v, cats in codes.items() for c in cats]
     (folder / "codebook.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "categories.json").write_text(json.dumps({v: list(c) for v, c in codes.items()}), encoding="utf-8")
     (folder / "rules.csv").write_text(RULES, encoding="utf-8")
     key = folder / "secret.key"
     key.write_bytes(bytes(range(32)))  # a fixed key: the benchmark's release is reproducible
@@ -124,6 +131,9 @@ def commands(folder: Path, data: Path) -> dict[str, list[str]]:
         "reports": ["report", src, "--manifest", manifest, "--released", released, "--keys", KEYS,
                     "--sampling-fraction", "1", "--out", str(folder / "internal.html"),
                     "--public", str(folder / "public.html"), "--force", "--quiet"],
+        "synthesize": ["synthesize", src, "--vars", SYNTHESIZED, "--model", "pgm", "--epsilon", "1", "--delta", "1e-9",
+                       "--categories", str(folder / "categories.json"), "--forbid", str(folder / "rules.csv"),
+                       "--out", str(folder / "synthesized.parquet"), "--key-file", key, "--force", "--quiet"],
     }
 
 
