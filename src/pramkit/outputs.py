@@ -807,8 +807,8 @@ OUTPUTS: dict[str, Output] = {out.kind: out for out in [
         description="A release whose public columns are as they are and whose other variables are drawn from "
                     "DP-measured margins (docs/synthesize.md): the files, the model, the central epsilon and the "
                     "guarantee.",
-        leave_out=("data", "measurements", "manifest"), rename={"manifest_path": "manifest"},
-        add={"rows": int, "tables": int, "delta": float | None},
+        leave_out=("records", "measurements", "manifest", "written", "missing"), rename={"manifest_path": "manifest"},
+        add={"tables": int, "delta": float | None},
         hints={"record_epsilon": Annotated[float, NOT_NULL], "seconds": Finite},
         schemas={"rows": AT_LEAST_0, "tables": {"minimum": 1}, "shared_draws": AT_LEAST_0, "seconds": AT_LEAST_0},
         descriptions={

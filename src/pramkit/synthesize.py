@@ -201,7 +201,7 @@ class SynthesisResult:
     rows: int = 0
     #: The released file's tables, made again from the draws (a release written batch by batch), and the
     #: file's missing codes (blanked in ``data``).
-    tables: Callable[[], Iterator[pa.Table]] | None = field(default=None, repr=False)
+    written: Callable[[], Iterator[pa.Table]] | None = field(default=None, repr=False)
     missing: Any = field(default=None, repr=False)
 
     @property
@@ -210,8 +210,8 @@ class SynthesisResult:
         if self.records is None:
             from pramkit.io import blank_missing_codes
 
-            assert self.tables is not None
-            table = pa.concat_tables(list(self.tables()))
+            assert self.written is not None
+            table = pa.concat_tables(list(self.written()))
             self.records = blank_missing_codes(table, self.missing).to_pandas()
         return self.records
 
@@ -398,7 +398,7 @@ def synthesize_release(
                          na_values)
     result = SynthesisResult(released, variables, public_cols, made.measurements, eps_total,
                              manifest["ledger"]["statement"], manifest, shared_draws=made.shared,
-                             rows=len(made.drawn), tables=tables, missing=written_meta.missing if tables else None)
+                             rows=len(made.drawn), written=tables, missing=written_meta.missing if tables else None)
     if out is not None:
         written = (tables(), written_meta) if tables is not None else \
             _table_and_meta(released, read.kept, written_meta, variables)
