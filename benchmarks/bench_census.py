@@ -31,7 +31,7 @@ record batches of 2^20 rows), in a process of its own. A watchdog stops a stage 
 memory passes ``--memory-limit`` GB (the stage is reported as stopped; the others still run).
 
 Usage: python benchmarks/bench_census.py [--persons 18000000] [--dir /tmp/pramkit-census]
-       [--memory-limit 6] [--stages design,apply,...]
+       [--memory-limit 6] [--stages design,apply,...] [--synthesize-rounds T]
 """
 
 from __future__ import annotations
@@ -111,8 +111,9 @@ def write_inputs(folder: Path) -> None:
     key.chmod(0o600)
 
 
-def commands(folder: Path, data: Path) -> dict[str, list[str]]:
-    """The ``pramkit`` arguments of every stage (each writes its output to ``STAGE.log``, its notes to ``STAGE.err``)."""
+def commands(folder: Path, data: Path, rounds: int | None = None) -> dict[str, list[str]]:
+    """The ``pramkit`` arguments of every stage (each writes its output to ``STAGE.log``, its notes to ``STAGE.err``);
+    ``rounds``: the synthesize stage's ``--rounds`` (default the command's own)."""
     manifest, released, key = str(folder / "manifest.json"), str(folder / "released.parquet"), str(folder / "secret.key")
     src = str(data)
     return {
@@ -133,7 +134,8 @@ def commands(folder: Path, data: Path) -> dict[str, list[str]]:
                     "--public", str(folder / "public.html"), "--force", "--quiet"],
         "synthesize": ["synthesize", src, "--vars", SYNTHESIZED, "--model", "pgm", "--epsilon", "1", "--delta", "1e-9",
                        "--categories", str(folder / "categories.json"), "--forbid", str(folder / "rules.csv"),
-                       "--out", str(folder / "synthesized.parquet"), "--key-file", key, "--force", "--quiet"],
+                       "--out", str(folder / "synthesized.parquet"), "--key-file", key, "--force", "--quiet",
+                       *(["--rounds", str(rounds)] if rounds is not None else [])],
     }
 
 
@@ -225,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk", type=int, default=CHUNK, help="persons generated at a time")
     ap.add_argument("--memory-limit", type=float, default=6.0, help="GiB: a stage above it is stopped")
     ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to run (default all)")
+    ap.add_argument("--synthesize-rounds", type=int, default=None, metavar="T",
+                    help="the synthesize stage's --rounds (default the command's: 4 per variable)")
     args = ap.parse_args(argv)
     stages = [s for s in args.stages.split(",") if s]
     unknown = sorted(set(stages) - set(STAGES))
@@ -253,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| stage | seconds | x floor | CPU s | peak MiB | x floor peak |")
     print("|---|---|---|---|---|---|")
     total, worst, failed = 0.0, 0.0, 0
-    argvs = commands(folder, data)
+    argvs = commands(folder, data, args.synthesize_rounds)
     for name in stages:
         r = run_stage(folder, name, argvs[name], args.memory_limit)
         if "error" in r:

@@ -17,6 +17,8 @@ from types import ModuleType
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -85,7 +87,7 @@ def test_the_codebook_declares_every_category_the_file_holds(tmp_path: Path) -> 
 def test_every_stage_runs_and_prints_its_row(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--persons", str(PERSONS), "--chunk", str(CHUNK), "--dir", str(tmp_path),
-         "--memory-limit", "3"],
+         "--memory-limit", "3", "--synthesize-rounds", "12"],
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -98,6 +100,10 @@ def test_every_stage_runs_and_prints_its_row(tmp_path: Path) -> None:
     folder = tmp_path / f"persons_{PERSONS}"
     assert pq.ParquetFile(folder / "census.parquet").metadata.num_rows == PERSONS
     assert pq.ParquetFile(folder / "released.parquet").metadata.num_rows == PERSONS
+    synthesized = pq.read_table(folder / "synthesized.parquet")
+    assert synthesized.num_rows == PERSONS and synthesized.column_names == pq.read_schema(folder / "census.parquet").names
+    young = pc.is_in(synthesized.column("age"), pa.array(["0-9"]))  # the edit rule holds in every record
+    assert set(synthesized.filter(young).column("marital_status").to_pylist()) <= {"never married"}
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["ledger"]["record_epsilon"] <= 6
     assert {"suda", "estimate", "audit", "risk", "household"} <= {p.name.split(".")[0] for p in folder.glob("*.log")}

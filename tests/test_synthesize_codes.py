@@ -147,8 +147,8 @@ def acs(tmp_path: Path) -> pd.DataFrame:
 def _release(source: Any, out: Path, **kw: Any) -> Any:
     from pramkit.synthesize import synthesize_release
 
-    return synthesize_release(source, out, variables=kw.pop("variables", VARIABLES), epsilon=8.0,
-                              key=bytes(range(32)), model="pgm", force=True, na_values=(), **kw)
+    return synthesize_release(source, out, variables=VARIABLES, epsilon=8.0, key=bytes(range(32)), model="pgm",
+                              rounds=len(VARIABLES), force=True, na_values=(), **kw)
 
 
 def test_a_release_written_batch_by_batch_is_the_frame_paths(acs: pd.DataFrame, tmp_path: Path,
