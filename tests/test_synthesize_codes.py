@@ -200,3 +200,15 @@ def test_a_write_that_fails_between_batches_leaves_nothing(acs: pd.DataFrame, tm
         _release(tmp_path / "o.parquet", tmp_path / "s.parquet")
     assert len(calls) == 2 and (tmp_path / "o.parquet").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.key", "o.csv", "o.parquet", "rules.csv"]
+
+
+def test_a_long_release_reports_its_progress(acs: pd.DataFrame, tmp_path: Path) -> None:
+    from pramkit.progress import watching
+
+    last: dict[str, tuple[float, Any]] = {}
+    with watching(lambda desc, done, total: last.__setitem__(desc, (done, total))):
+        res = _release(tmp_path / "o.csv", tmp_path / "s.csv", quiet=True)
+    assert last["reading"][0] == len(acs)
+    assert last["fitting (budget spent)"] == (100, 100)  # the whole budget, in whole percents
+    assert last["drawing"] == (len(VARIABLES), len(VARIABLES))
+    assert last["writing"] == (res.rows, res.rows)

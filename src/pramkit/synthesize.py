@@ -272,6 +272,7 @@ def synthesize_release(
     neighbours: str = "replace-one",
     rounds: int | None = None,
     delta: float | None = None,
+    quiet: bool = False,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
     a model measured with DP (module docstring): a central ``epsilon`` for the whole release.
@@ -336,6 +337,9 @@ def synthesize_release(
         states its own (:func:`pramkit.synthesize_pgm.fit_and_draw`): discrete Gaussian tables, the budget the
         largest rho that implies (``epsilon``, ``delta``)-DP; the ledger states ``delta``, ``rho``,
         ``rho_budget`` and the conversion's ``alpha``.  ``None`` (default): pure ``epsilon``-DP.
+    quiet : bool
+        No progress bars (with ``model="pgm"``: the records read, the budget spent by the rounds, the variables
+        drawn, the records written).
 
     Returns
     -------
@@ -379,14 +383,14 @@ def synthesize_release(
         import_mbi()
     src = None if isinstance(data, pd.DataFrame) else Path(data)
     read = _read_input(data, src, variables, public_cols, categories, model,
-                       (tuple(na_values), sep, encoding, decimal))
+                       (tuple(na_values), sep, encoding, decimal), quiet)
     _check_every_column_drawn(read.columns, variables, neighbours)
     rules = as_rules(forbid)
     _check_rule_columns(rules, variables, public_cols, read.columns)
     sk = resolve_key(key)
     if model == "pgm":
         made = _draw_pgm(read, variables, read.cats, rules, epsilon, sk, min_count, max_cells, neighbours,
-                         rounds, delta)
+                         rounds, delta, quiet)
     else:
         made = _draw_margins(read, variables, public_cols, rules, epsilon, sk, pool, sweeps, min_count,
                              public_bins, decimal if src is not None else CSV_DECIMAL)
@@ -402,7 +406,7 @@ def synthesize_release(
     if out is not None:
         written = (tables(), written_meta) if tables is not None else \
             _table_and_meta(released, read.kept, written_meta, variables)
-        result.out, result.manifest_path = _write(written, Path(out), manifest_out, manifest, force, src)
+        result.out, result.manifest_path = _write(written, Path(out), manifest_out, manifest, force, src, quiet)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -434,13 +438,13 @@ class _Read:
 
 def _read_input(data: Any, src: Path | None, variables: tuple[str, ...], public_cols: tuple[str, ...],
                 categories: Mapping[str, Sequence[Any]] | None, model: str,
-                dialect: tuple[tuple[str, ...], str, str, str]) -> _Read:
+                dialect: tuple[tuple[str, ...], str, str, str], quiet: bool = True) -> _Read:
     """The original read (:class:`_Read`): a file for the model pgm as codes, batch by batch; otherwise as a
     frame, with its values' spellings checked and its categories found."""
     na_values, sep, encoding, decimal = dialect
     if model == "pgm" and src is not None:
         coded = read_codes(src, variables, categories, na_values=na_values, sep=sep, encoding=encoding,
-                           decimal=decimal)
+                           decimal=decimal, quiet=quiet)
         return _Read(list(coded.meta.columns), coded.cats, coded.sources, coded.codes, coded=coded, meta=coded.meta)
     frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding, decimal)
     _check_spellings(frame, [*(v for v in variables if categories is None or v not in categories), *public_cols])
@@ -589,7 +593,7 @@ def _draw_margins(read: _Read, variables: tuple[str, ...], public_cols: tuple[st
 
 def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
-              rounds: int | None = None, delta: float | None = None) -> _Made:
+              rounds: int | None = None, delta: float | None = None, quiet: bool = True) -> _Made:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
@@ -610,7 +614,7 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
                            *([{"delta": delta}] if delta is not None else [])]).encode()
     draw_key = sk.for_data("synthesize-pgm", Pieces(read.codes.size * 8, code_chunks(read.codes)), settings)
     fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
-                       max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta)
+                       max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta, quiet=quiet)
     drawn, shared = fit.drawn, 0
     if min_count == 2:  # the records drawn: under add-or-remove neighbours, not the original's number
         drawn, shared = _share_draws(drawn, np.zeros(len(drawn), dtype=np.uint8),
@@ -1443,13 +1447,14 @@ def _table_and_meta(released: pd.DataFrame | None, kept: pa.Table | None, meta: 
 
 
 def _write(written: tuple[Iterable[pa.Table], Any], out: Path, manifest_out: str | Path | None,
-           manifest: dict[str, Any], force: bool, src: Path | None) -> tuple[str, str]:
+           manifest: dict[str, Any], force: bool, src: Path | None, quiet: bool = True) -> tuple[str, str]:
     """The released file and its manifest, both or neither: the file is renamed into place first,
     then the manifest that names its digest.  ``written``: the released file's tables (written one after
     another) and what the reader of the original learnt (labels, user-missing codes, the CSV dialect), which
     the writer keeps in any format (:class:`pramkit.io.TableWriter`)."""
     from pramkit.atomic import atomic_path
     from pramkit.io import TableWriter
+    from pramkit.progress import progress
 
     mpath = manifest_path(out, manifest_out)
     inputs = [src] if src is not None else []
@@ -1458,9 +1463,11 @@ def _write(written: tuple[Iterable[pa.Table], Any], out: Path, manifest_out: str
     tables, meta = written
     # exits in reverse order: the released file is renamed into place first, then its manifest
     with atomic_path(mpath, force=force, inputs=[*inputs, out]) as tmp, \
-            TableWriter(out, force=force, inputs=[*inputs, mpath], meta=meta) as writer:
+            TableWriter(out, force=force, inputs=[*inputs, mpath], meta=meta) as writer, \
+            progress(total=manifest["rows"], desc="writing", unit="rows", quiet=quiet) as bar:
         for table in tables:
             writer.write(table)
+            bar.update(table.num_rows)
         writer.close()
         manifest["released"] = {"file": out.name, "sha256": writer.sha256, "rows": writer.rows}
         tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

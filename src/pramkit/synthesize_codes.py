@@ -160,7 +160,7 @@ class CodedFile:
 
 
 def read_codes(path: Path, variables: Sequence[str], declared: Mapping[str, Sequence[Any]] | None, *,
-               na_values: Sequence[str], sep: str, encoding: str, decimal: str) -> CodedFile:
+               na_values: Sequence[str], sep: str, encoding: str, decimal: str, quiet: bool = True) -> CodedFile:
     """Read ``variables`` of the file at ``path`` as category codes, one record batch at a time.
 
     Parameters
@@ -173,6 +173,8 @@ def read_codes(path: Path, variables: Sequence[str], declared: Mapping[str, Sequ
         Variable -> its declared categories; a variable not named takes the values read, sorted.
     na_values, sep, encoding, decimal
         How the file is written (:func:`pramkit.io.iter_batches`).
+    quiet : bool
+        No progress bar (the records read).
 
     Returns
     -------
@@ -197,6 +199,7 @@ def read_codes(path: Path, variables: Sequence[str], declared: Mapping[str, Sequ
     ([[0, 0], [1, 1], [0, 1]], {'age': ['1', '2'], 'sex': ['m', 'f']}, {'age': 'data', 'sex': 'declared'})
     """
     from pramkit.io import blank_missing_codes, iter_batches
+    from pramkit.progress import progress
 
     meta, batches = iter_batches(path, na_values=tuple(na_values), sep=sep, encoding=encoding, keep_missing_codes=True,
                                  decimal=decimal, chunk_rows=CHUNK_ROWS)
@@ -205,12 +208,14 @@ def read_codes(path: Path, variables: Sequence[str], declared: Mapping[str, Sequ
         raise DataError(f"no column {', '.join(map(repr, absent))} in the data (columns: {', '.join(meta.columns)})")
     seen = {v: _Seen() for v in variables}
     rows, schema = 0, None
-    for batch in batches:
-        schema = batch.schema if schema is None else schema
-        blank = blank_missing_codes(batch.select(list(variables)), meta.missing)
-        for v in variables:
-            seen[v].add(blank.column(v), rows)
-        rows += batch.num_rows
+    with progress(total=meta.rows, desc="reading", unit="rows", quiet=quiet) as bar:
+        for batch in batches:
+            schema = batch.schema if schema is None else schema
+            blank = blank_missing_codes(batch.select(list(variables)), meta.missing)
+            for v in variables:
+                seen[v].add(blank.column(v), rows)
+            rows += batch.num_rows
+            bar.update(batch.num_rows)
     if rows == 0 or schema is None:
         raise DataError(f"file {str(path)!r} has no data rows")
     if rows < 2:

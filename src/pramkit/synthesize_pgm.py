@@ -736,7 +736,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  epsilon: float, key: SecretKey, draw_key: SecretKey, rules: Any = None,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
-                 anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD) -> PgmFit:
+                 anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD,
+                 quiet: bool = False) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -777,6 +778,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         After the 1-way tables, the categories whose noisy count is below ``compress`` standard deviations of
         its noise are merged, alike under every rule (:mod:`pramkit.pgm_compression`; default 3, MST's and
         AIM's); 0: none.
+    quiet : bool
+        No progress bars (the rounds, by the share of the budget spent; the draws, by variable).
 
     Returns
     -------
@@ -836,15 +839,15 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
             state.add(t)
         state.fit(round_iters)
         _rounds(state, budget, max_cells, base, iters=(round_iters, final_iters), anneal=anneal,
-                accounting=accounting)
+                accounting=accounting, quiet=quiet)
         eps_all = [m.epsilon for m in state.measurements] + [s.epsilon for s in state.selections]
         if delta is None and record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
         rows = n if n is not None else released_records(state.total())
         data.forget()
         state.data.forget()
-        drawn = expand(comp, draw(state.factors(), names, sizes_c, rows, draw_key, state.cliques()), names,
-                       draw_key)
+        drawn = expand(comp, draw(state.factors(), names, sizes_c, rows, draw_key, state.cliques(), quiet=quiet),
+                       names, draw_key)
     _check_rules_kept(masks, names, drawn)
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
                   [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp)
@@ -888,11 +891,27 @@ def _compressed_rounds(mbi: Any, comp: Any, data: _Data, cats: Mapping[str, Sequ
 
 def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
             iters: tuple[int, int] = (ROUND_ITERS, FINAL_ITERS), anneal: float = 1.0,
-            accounting: Accounting | None = None) -> None:
+            accounting: Accounting | None = None, quiet: bool = False) -> None:
     """AIM's rounds (module docstring, step 3): select, measure, fit, anneal, until the budget is spent;
     ``iters``: the mirror-descent iterations of a round's fit and of the last one; ``anneal``: the share of the
     expected noise under which the chosen marginal's move doubles the round's amount (an epsilon, or a rho
-    under zCDP)."""
+    under zCDP); ``quiet``: no progress bar (the share of the budget spent)."""
+    from pramkit.progress import progress
+
+    shown = [0]  # the percent the bar shows (a bar that prints nothing counts nothing)
+
+    def done() -> None:
+        now = int(100 * budget.share())
+        bar.update(now - shown[0])
+        shown[0] = now
+
+    with progress(total=100, desc="fitting (budget spent)", unit="%", quiet=quiet) as bar:
+        _spend_rounds(state, budget, max_cells, base, iters, anneal, accounting, done)
+
+
+def _spend_rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, iters: tuple[int, int],
+                  anneal: float, accounting: Accounting | None, done: Any) -> None:
+    """The loop of :func:`_rounds`; ``done()`` after each round."""
     acc = accounting or Accounting("pure", state.sensitivity)
     data, key = state.data, state.key
     cands, weights = workload(data.names)
@@ -918,6 +937,7 @@ def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
         budget.spend(m_spent)
         state.add(_measure(data, r, m_eps, key, state.cats, state.sensitivity, sigma2))
         state.fit(iters[1] if last else iters[0])
+        done()
         if last:
             break
         if np.abs(state.model_marginal(r) - before).sum() <= anneal * noise * math.prod(data.shape(r)):
@@ -1099,18 +1119,21 @@ def _carried_step_class() -> type:
 
 
 def draw(factors: _Factors, names: Sequence[str], sizes: Sequence[int], n: int, key: SecretKey,
-         cliques: Sequence[tuple[str, ...]]) -> np.ndarray:
+         cliques: Sequence[tuple[str, ...]], quiet: bool = True) -> np.ndarray:
     """``n`` records drawn from the model along its junction tree (the elimination order reversed): each
     variable given the variables of its cliques already drawn, by systematic sampling within each group of
     records with the same drawn values (mbi's ``"round"``), at keyed uniforms (``key``).  A value of
-    probability 0 given the drawn values is never drawn."""
+    probability 0 given the drawn values is never drawn; ``quiet``: no progress bar (by variable)."""
     from mbi import junction_tree
+
+    from pramkit.progress import progress
 
     domain = _domain(names, sizes)
     tree, order = junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
     nodes = [set(c) for c in tree.nodes]
     out = np.zeros((n, len(names)), dtype=code_dtype(sizes))
     used: list[str] = []
+    bar = progress(total=len(order), desc="drawing", unit="variables", quiet=quiet)
     for col in order[::-1]:
         parents = [a for a in used if any(col in c and a in c for c in nodes)]
         j = names.index(col)
@@ -1123,6 +1146,8 @@ def draw(factors: _Factors, names: Sequence[str], sizes: Sequence[int], n: int, 
         out[:, j] = _systematic(marg, group, uniforms(key, f"@pgm|{col}|rank", 0, n),
                                 uniforms(key, f"@pgm|{col}|u", 0, n))
         used.append(col)
+        bar.update(1)
+    bar.close()
     return out
 
 

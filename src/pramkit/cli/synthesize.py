@@ -195,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
                                     na_values=args.na_values, sep=args.sep, encoding=args.encoding,
                                     decimal=args.decimal, model=args.model,
                                     max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
-                                    neighbours=args.neighbours, rounds=args.rounds, delta=args.delta)
+                                    neighbours=args.neighbours, rounds=args.rounds, delta=args.delta,
+                                    quiet=args.quiet)
     except ParameterError as err:
         raise ParameterError(as_flags(str(err))) from None
     if args.json:
