@@ -212,3 +212,36 @@ def test_a_long_release_reports_its_progress(acs: pd.DataFrame, tmp_path: Path) 
     assert last["fitting (budget spent)"] == (100, 100)  # the whole budget, in whole percents
     assert last["drawing"] == (len(VARIABLES), len(VARIABLES))
     assert last["writing"] == (res.rows, res.rows)
+
+
+#: Files and settings the streamed path refuses at the command line: exit 2, one line, nothing written, the
+#: inputs as they were.
+BAD_CLI = {
+    "a value spelled two ways": ("SEX,MSP\n1,6\n" + "2,1\n" * 40 + "1 ,6\n", [],
+                                 "'1' (row 1) and '1 ' (row 42) are one value spelled two ways"),
+    "a not-applicable code read as missing": ("SEX,MSP\n1,6\n2,N\n" * 20, ["--na-values", "N"],
+                                              "MSP has missing values"),
+    "a value outside the declared categories": ("SEX,MSP\n1,6\n2,7\n" * 20, ["--categories", "{cats}"],
+                                                "MSP: the value '7' is not one of its declared categories"),
+    "a variable the file lacks": ("SEX,MSP\n1,6\n2,1\n", ["--vars", "SEX,AGEP"], "no column 'AGEP' in the data"),
+    "a column left out under add-or-remove": ("SEX,MSP,AGEP\n1,6,30\n2,1,40\n" * 5,
+                                              ["--neighbours", "add-remove"], "the data also has AGEP"),
+    "an empty file": ("SEX,MSP\n", [], "has no data rows"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CLI))
+def test_a_bad_file_is_one_line_and_nothing_written(case: str, tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    text, extra, words = BAD_CLI[case]
+    src = _written(tmp_path, "o.csv", text)
+    cats = tmp_path / "cats.json"
+    cats.write_text(json.dumps({"MSP": ["1", "6"]}))
+    extra = [str(cats) if x == "{cats}" else x for x in extra]
+    args = ["--vars", "SEX,MSP", *extra] if "--vars" not in extra else extra
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    code, _out, err = run_cli("synthesize", src, *args, "--model", "pgm", "--epsilon", "2",
+                              "--out", tmp_path / "s.csv", "--quiet")
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
