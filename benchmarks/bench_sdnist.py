@@ -1389,7 +1389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"one of {', '.join(ON_DEMAND)} at any epsilon E or pd P (e.g. pgm-all-0.5)")
     ap.add_argument("--list", action="store_true", help="print the configurations and exit")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--features", default=",".join(FEATURES))
+    ap.add_argument("--features", default=None, help=f"comma-separated (default {','.join(FEATURES)})")
     ap.add_argument("--public", default=",".join(PUBLIC), help="features released as they are")
     ap.add_argument("--target", default="NATIONAL", choices=("NATIONAL", "MA", "TX"), help="SDNist's target")
     ap.add_argument("--seed", type=int, default=1, help="seed of the key, the DP noise and sdcMicro's draw")
@@ -1402,7 +1402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--peers", action="store_true",
                     help="every column protected: pramkit's synthesizer beside dpmm's MST and AIM at each epsilon "
                          "(--epsilons), on each feature set (--feature-set), in this run")
-    ap.add_argument("--feature-set", choices=sorted(FEATURE_SETS), help="with --peers: one feature set (default all)")
+    ap.add_argument("--feature-set", choices=sorted(FEATURE_SETS),
+                    help="one of SDNist's feature sets: with --peers, the only one run (default all); otherwise the "
+                         "features (instead of --features)")
     ap.add_argument("--no-peer-runs", action="store_true",
                     help="with --peers: run pramkit's rows only (the peers take minutes a release)")
     ap.add_argument("--epsilons", default=",".join(map(str, PEER_EPSILONS)),
@@ -1432,7 +1434,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"unknown configuration(s) {', '.join(unknown)}; --list shows them", file=sys.stderr)
         return 2
-    features = [f for f in args.features.split(",") if f]
+    if args.features is not None and args.feature_set:
+        print("bench_sdnist: give --features or --feature-set, not both", file=sys.stderr)
+        return 2
+    features = (list(FEATURE_SETS[args.feature_set]) if args.feature_set
+                else [f for f in (args.features or ",".join(FEATURES)).split(",") if f])
     public = [f for f in args.public.split(",") if f and f in features]
     data_root = Path(os.environ.get("SDNIST_DATA_ROOT") or DATA_ROOT)
     python = None if args.no_score else sdnist_python()

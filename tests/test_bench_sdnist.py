@@ -302,3 +302,22 @@ def test_no_score_releases_without_sdnist(tmp_path: Path, monkeypatch: pytest.Mo
     assert bench.main(["--no-score", "--configs", "raw,dp-10", "--data", str(excerpt)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| raw ", "| dp-10 "))]
     assert len(rows) == 2 and all(row.split(" | ")[3] == "-" for row in rows), rows
+
+
+def test_a_feature_set_gives_the_features_outside_the_peers_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    """``--feature-set`` without ``--peers`` releases that set's features (it was silently ignored); with
+    ``--features`` too, one line and exit 2."""
+    source = NIST / "national" / "national2019.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} is not available")
+    monkeypatch.delenv("SDNIST_PYTHON", raising=False)
+    excerpt = tmp_path / "national2019.csv"
+    excerpt.write_text("".join(source.open(encoding="utf-8").readlines()[:1001]), encoding="utf-8")
+    assert bench.main(["--feature-set", "family", "--features", "AGEP,SEX", "--no-score"]) == 2
+    assert capsys.readouterr().err.strip() == "bench_sdnist: give --features or --feature-set, not both"
+    seen = []
+    monkeypatch.setattr(bench, "prepare", lambda data, features, *a, **k: seen.append(list(features)) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        bench.main(["--no-score", "--configs", "raw", "--feature-set", "family", "--data", str(excerpt)])
+    assert seen == [list(bench.FEATURE_SETS["family"])]
