@@ -167,3 +167,46 @@ def test_the_cpu_code_generation_flag_is_set_before_jax_starts_only(tmp_path):
     assert flags("import jax") == ""
     mine = flag.replace("false", "true")
     assert flags("", XLA_FLAGS=mine) == mine
+
+
+def test_a_marginal_whose_product_underflows_is_counted_again_with_its_rules() -> None:
+    """Forty factors whose maxima disagree: their product is about 1e-240 everywhere, below what the elimination
+    trusts. The marginal is counted again rescaled (never by mbi's inference, which reads the potentials without
+    the rules' masks) and equals the brute-force marginal of the joint, in logs, with the rule's cells at 0."""
+    from types import SimpleNamespace
+
+    from scipy.special import logsumexp
+
+    from pramkit.synthesize_pgm import _Factors
+
+    rng = np.random.default_rng(3)
+    names, size = ["a", "b", "c", "d"], 3
+    cliques = [("a", "b"), ("b", "c"), ("c", "d")] * 14
+    logs = []
+    for i, _ in enumerate(cliques):
+        v = np.full((size, size), -20.0) + rng.normal(0, 0.5, (size, size))
+        v[(i // 3) % size, (i // 9) % size] = 0.0  # factors of one clique disagree on where their maximum is
+        logs.append(v)
+    class Potentials:  # what _Factors reads of mbi's potentials: the cliques, and each one's log values
+        def __init__(self) -> None:
+            self.cliques = cliques
+            self.lookups = list(range(len(cliques)))
+
+        def __getitem__(self, cl: tuple[str, ...]) -> SimpleNamespace:
+            return SimpleNamespace(values=logs[self.lookups.pop(0)])
+
+    model = SimpleNamespace(potentials=Potentials(), marginals=None,
+                            project=lambda r: pytest.fail("mbi's inference reads no mask"))
+    mask = np.ones((size, size), dtype=bool)
+    mask[0, 2] = mask[2, 1] = False  # the rule: (a, d) never (0, 2) nor (2, 1)
+    factors = _Factors(model, [(("a", "d"), mask)], names, total=1000.0)
+    got = factors.marginal(("d", "a"))
+    joint = np.zeros((size,) * 4)
+    for cl, v in zip(cliques, logs):
+        idx = [names.index(x) for x in cl]
+        joint = joint + np.expand_dims(v, [i for i in range(4) if i not in idx])
+    joint = joint + np.where(mask, 0.0, -np.inf)[:, None, None, :]
+    assert logsumexp(joint) < np.log(1e-200)  # the product underflows the elimination's bound
+    want = np.exp(logsumexp(joint, axis=(1, 2)) - logsumexp(joint)).T * 1000.0  # (d, a)
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert got[2, 0] == 0 and got[1, 2] == 0

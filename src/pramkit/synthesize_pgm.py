@@ -114,6 +114,8 @@ FINAL_ITERS = 1000
 #: Below this sum the product of a model's exponentiated factors has underflowed: its marginals are computed by
 #: mbi's inference in logs instead.
 SMALLEST_SUM = 1e-200
+#: Times a marginal that underflowed is counted again, rescaled, before mbi's inference in logs is used.
+RESCALES = 4
 #: The most variables the workload of 3-way marginals is built over.
 MAX_VARIABLES = 60
 #: The most cells of the original's exact marginals kept between rounds (the others are counted again).
@@ -615,8 +617,9 @@ class _Factors:
 
     def marginal(self, r: Sequence[str]) -> np.ndarray:
         """The model's marginal of ``r`` scaled to the total: summed from the fitted marginal of a clique that
-        holds ``r`` when there is one; else by variable elimination; by mbi's own inference (in logs) when the
-        product of the exponentiated factors underflows (many cliques far from their maxima at once)."""
+        holds ``r`` when there is one; else by variable elimination, counted again with the factors rescaled when
+        their product underflows (many cliques far from their maxima at once); last, by mbi's own inference (in
+        logs) times the rules' masks within ``r``."""
         import opt_einsum
 
         held = self._held(r)
@@ -624,12 +627,30 @@ class _Factors:
             return held
 
         spec = ",".join("".join(self.letters[a] for a in cl) for cl, _ in self.items)
-        out = opt_einsum.contract(f"{spec}->{''.join(self.letters[a] for a in r)}", *(v for _, v in self.items),
-                                  optimize="greedy")
-        s = out.sum()
-        if not (np.isfinite(s) and s > SMALLEST_SUM):
-            out = np.asarray(self.model.project(list(r)).transpose(list(r)).values, dtype=float)
-        return self._to_total(out)
+        factors = [v for _, v in self.items]
+        for _ in range(RESCALES):
+            out = opt_einsum.contract(f"{spec}->{''.join(self.letters[a] for a in r)}", *factors, optimize="greedy")
+            s = out.sum()
+            if np.isfinite(s) and s > SMALLEST_SUM:
+                return self._to_total(out)
+            if not np.isfinite(s):
+                break
+            # the product underflowed (each factor is at most 1 where the others are far from 1): each factor
+            # scaled by the same amount, so that the product grows by the sum's inverse (by 1e300 when nothing
+            # is left), it is counted again
+            scale = np.exp(-np.log(s) / len(factors)) if s > 0 else 10.0 ** (300 / len(factors))
+            factors = [v * scale for v in factors]
+        out = np.asarray(self.model.project(list(r)).transpose(list(r)).values, dtype=float)
+        return self._to_total(self._masked(out, r))
+
+    def _masked(self, out: np.ndarray, r: Sequence[str]) -> np.ndarray:
+        """``out`` (over ``r``) times every rule's mask whose variables are all in ``r``: mbi's inference reads
+        the potentials alone, and the rules' cells are zeros the model's constraints hold apart from them."""
+        for cl, m in self.items[len(self.model.potentials.cliques):]:
+            if set(cl) <= set(r):
+                aligned = np.transpose(m, [cl.index(a) for a in r if a in cl])
+                out = out * aligned.reshape([out.shape[i] if a in cl else 1 for i, a in enumerate(r)])
+        return out
 
     def _to_total(self, out: np.ndarray) -> np.ndarray:
         """A marginal scaled to the total records (as it is when it sums to 0)."""
