@@ -290,15 +290,22 @@ def test_family_and_industry_rules_hold_on_the_original_and_forbid_sdnists_incon
         assert any(_forbidden(rule, {**adult, **change}) for rule in rules), change
 
 
-def test_no_score_releases_without_sdnist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture) -> None:
-    """``--no-score``: the releases and their times, SDNist neither needed nor run (its columns '-')."""
+def _excerpt_without_sdnist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The first 1 000 records of NIST's national file, written to ``tmp_path``, and no SDNist interpreter
+    (skipped when the file is absent)."""
     source = NIST / "national" / "national2019.csv"
     if not source.is_file():
         pytest.skip(f"{source} is not available")
     monkeypatch.delenv("SDNIST_PYTHON", raising=False)
     excerpt = tmp_path / "national2019.csv"
     excerpt.write_text("".join(source.open(encoding="utf-8").readlines()[:1001]), encoding="utf-8")
+    return excerpt
+
+
+def test_no_score_releases_without_sdnist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture) -> None:
+    """``--no-score``: the releases and their times, SDNist neither needed nor run (its columns '-')."""
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
     assert bench.main(["--no-score", "--configs", "raw,dp-10", "--data", str(excerpt)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| raw ", "| dp-10 "))]
     assert len(rows) == 2 and all(row.split(" | ")[3] == "-" for row in rows), rows
@@ -308,12 +315,7 @@ def test_a_feature_set_gives_the_features_outside_the_peers_run(tmp_path: Path, 
                                                                 capsys: pytest.CaptureFixture) -> None:
     """``--feature-set`` without ``--peers`` releases that set's features (it was silently ignored); with
     ``--features`` too, one line and exit 2."""
-    source = NIST / "national" / "national2019.csv"
-    if not source.is_file():
-        pytest.skip(f"{source} is not available")
-    monkeypatch.delenv("SDNIST_PYTHON", raising=False)
-    excerpt = tmp_path / "national2019.csv"
-    excerpt.write_text("".join(source.open(encoding="utf-8").readlines()[:1001]), encoding="utf-8")
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
     assert bench.main(["--feature-set", "family", "--features", "AGEP,SEX", "--no-score"]) == 2
     assert capsys.readouterr().err.strip() == "bench_sdnist: give --features or --feature-set, not both"
     seen = []
