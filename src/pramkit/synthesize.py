@@ -68,7 +68,17 @@ from pramkit.pgm_compression import COMPRESS_SD
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
-from pramkit.synthesize_codes import CodedFile, code_chunks, read_codes, released_tables
+from pramkit.synthesize_codes import (
+    CodedFile,
+    absent_columns,
+    category_index,
+    code_chunks,
+    missing_values,
+    outside_categories,
+    read_codes,
+    released_tables,
+    uncastable,
+)
 from pramkit.synthesize_pgm import (
     MAX_CELLS,
     check_delta,
@@ -604,8 +614,7 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
 
     holes = [v for v in variables if None in cats[v]]
     if holes:
-        raise DataError(f"the model pgm draws no missing value, and {holes[0]} has missing values: declare them "
-                        "as a category (na_values) or use the model margins")
+        raise missing_values(holes[0])
     if rounds == ROUNDS_PER_VARIABLE * len(variables):
         rounds = None  # the default asked for by its number: the same release
     settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count,
@@ -913,7 +922,7 @@ def _opened(data: Any, src: Path | None, columns: Sequence[str], na_values: Sequ
     frame, kept, meta = (data, None, None) if src is None else _read_source(src, na_values, sep, encoding, decimal)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise DataError(f"no column {', '.join(map(repr, missing))} in the data (columns: {', '.join(map(str, frame.columns))})")
+        raise absent_columns(missing, list(frame.columns))
     if len(frame) < 2:
         raise DataError("the data has fewer than 2 records: nothing to synthesize")
     return frame, kept, meta
@@ -931,8 +940,7 @@ def _released_table(kept: pa.Table, released: pd.DataFrame, variables: Sequence[
         try:
             drawn = drawn.cast(old.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            raise DataError(f"{v}: a drawn category cannot be written as the file's {old.type} values: declare "
-                            "categories of the column's type") from None
+            raise uncastable(v, old.type) from None
         kept = kept.set_column(i, kept.field(i), pc.if_else(pa.array(released[v].isna().to_numpy()), old, drawn))
     return kept
 
@@ -972,13 +980,13 @@ def _encode(frame: pd.DataFrame, variables: Sequence[str], cats: Mapping[str, li
     """The records' codes (n x variables); a value outside the declared categories is refused."""
     out = np.empty((len(frame), len(variables)), dtype=np.int64)
     for j, v in enumerate(variables):
-        index = {canonical(c) if c is not None else None: i for i, c in enumerate(cats[v])}
+        index = category_index(cats[v])
         col = frame[v].astype(object).where(frame[v].notna(), None)
         texts = col.map(lambda x: canonical(x) if x is not None else None)
         coded = texts.map(index)
         if coded.isna().any():
             bad = texts[coded.isna()].iloc[0]
-            raise DataError(f"{v}: the value {bad!r} is not one of its declared categories")
+            raise outside_categories(v, bad)
         out[:, j] = coded.to_numpy(dtype=np.int64)
     return out
 

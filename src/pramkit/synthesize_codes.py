@@ -97,6 +97,39 @@ def count_cells(codes: np.ndarray, at: Sequence[int], shape: Sequence[int], rows
     return table.reshape(tuple(shape))
 
 
+def absent_columns(absent: Sequence[str], columns: Sequence[Any]) -> DataError:
+    """The error of variables the data lacks (the frame path's and the batch path's)."""
+    return DataError(f"no column {', '.join(map(repr, absent))} in the data (columns: {', '.join(map(str, columns))})")
+
+
+def missing_values(name: str) -> DataError:
+    """The error of a variable with a missing value, which the model pgm never draws."""
+    return DataError(f"the model pgm draws no missing value, and {name} has missing values: declare them as a "
+                     "category (na_values) or use the model margins")
+
+
+def outside_categories(name: str, text: str | None) -> DataError:
+    """The error of a value (its canonical text) outside a variable's declared categories."""
+    return DataError(f"{name}: the value {text!r} is not one of its declared categories")
+
+
+def uncastable(name: str, kind: Any) -> DataError:
+    """The error of a drawn category that the released file's column type cannot hold."""
+    return DataError(f"{name}: a drawn category cannot be written as the file's {kind} values: declare categories "
+                     "of the column's type")
+
+
+def category_index(cats: Sequence[Any]) -> dict[str | None, int]:
+    """Each category's code by its canonical text (a missing value, ``None``, by ``None``).
+
+    Examples
+    --------
+    >>> category_index(["1", 2.0, None])
+    {'1': 0, '2': 1, None: 2}
+    """
+    return {canonical(c) if c is not None else None: i for i, c in enumerate(cats)}
+
+
 @dataclass
 class _Seen:
     """One variable's distinct values as read (in order of first appearance), the row of each's first, and
@@ -205,7 +238,7 @@ def read_codes(path: Path, variables: Sequence[str], declared: Mapping[str, Sequ
                                  decimal=decimal, chunk_rows=CHUNK_ROWS)
     absent = [v for v in variables if v not in meta.columns]
     if absent:
-        raise DataError(f"no column {', '.join(map(repr, absent))} in the data (columns: {', '.join(meta.columns)})")
+        raise absent_columns(absent, meta.columns)
     seen = {v: _Seen() for v in variables}
     rows, schema = 0, None
     with progress(total=meta.rows, desc="reading", unit="rows", quiet=quiet) as bar:
@@ -230,8 +263,7 @@ def read_codes(path: Path, variables: Sequence[str], declared: Mapping[str, Sequ
                                else (sorted(seen[v].values(), key=lambda x: (str(type(x)), x)), "data"))
     holes = [v for v in variables if seen[v].holes]
     if holes:
-        raise DataError(f"the model pgm draws no missing value, and {holes[0]} has missing values: declare them "
-                        "as a category (na_values) or use the model margins")
+        raise missing_values(holes[0])
     codes = np.empty((rows, len(variables)), dtype=code_dtype([len(cats[v]) for v in variables]))
     for j, v in enumerate(variables):
         codes[:, j] = _final_codes(v, seen[v], cats[v])[np.concatenate(seen[v].parts)]
@@ -254,13 +286,13 @@ def _check_spelling(name: str, seen: _Seen) -> None:
 def _final_codes(name: str, seen: _Seen, cats: Sequence[Any]) -> np.ndarray:
     """Each value of first appearance's code among the categories (matched by their canonical text); a value
     outside the declared categories is refused, the first in the file named."""
-    index = {canonical(c) if c is not None else None: i for i, c in enumerate(cats)}
+    index = category_index(cats)
     values = seen.values()
     coded = [index.get(canonical(x)) for x in values]
     outside = [i for i, c in enumerate(coded) if c is None]
     if outside:
         first = min(outside, key=lambda i: seen.first[i])
-        raise DataError(f"{name}: the value {canonical(values[first])!r} is not one of its declared categories")
+        raise outside_categories(name, canonical(values[first]))
     return np.asarray(coded, dtype=np.int64)
 
 
@@ -282,8 +314,7 @@ def _column(labels: tuple[pa.Array, bool], codes: np.ndarray, name: str, kind: p
     try:
         return values.cast(kind)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        raise DataError(f"{name}: a drawn category cannot be written as the file's {kind} values: declare "
-                        "categories of the column's type") from None
+        raise uncastable(name, kind) from None
 
 
 def released_tables(coded: CodedFile, drawn: np.ndarray, variables: Sequence[str], src: Path, *,
