@@ -623,11 +623,10 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
                            *([{"delta": delta}] if delta is not None else [])]).encode()
     draw_key = sk.for_data("synthesize-pgm", Pieces(read.codes.size * 8, code_chunks(read.codes)), settings)
     fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
-                       max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta, quiet=quiet)
-    drawn, shared = fit.drawn, 0
-    if min_count == 2:  # the records drawn: under add-or-remove neighbours, not the original's number
-        drawn, shared = _share_draws(drawn, np.zeros(len(drawn), dtype=np.uint8),
-                                     uniforms(draw_key, "@pairs", 0, len(drawn)), inplace=True)
+                       max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta, share=min_count,
+                       quiet=quiet)
+    drawn = fit.drawn  # with min-count 2, half as many drawn, each given to two records (one to three if odd)
+    shared = len(drawn) - max(1, len(drawn) // min_count)
     measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
                     for t in fit.measurements]
     zcdp = None if delta is None else zcdp_figures(float(epsilon), delta, [m.to_dict() for m in measurements],
@@ -1377,12 +1376,10 @@ def _pick(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     return pick
 
 
-def _share_draws(drawn: np.ndarray, groups: np.ndarray, u: np.ndarray, inplace: bool = False
-                 ) -> tuple[np.ndarray, int]:
+def _share_draws(drawn: np.ndarray, groups: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, int]:
     """Pair the records of each group of exact public values in a keyed order; the second of a pair
-    (and a lone last record) takes the first's draw (``inplace``: in ``drawn`` itself, which holds only
-    what is read: a record whose draw is taken is never one that takes another's)."""
-    out = drawn if inplace else drawn.copy()
+    (and a lone last record) takes the first's draw."""
+    out = drawn.copy()
     order = np.lexsort((u, groups))
     g = groups[order]
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])

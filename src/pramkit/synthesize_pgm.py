@@ -32,7 +32,9 @@ and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's
 5. **Draw.**  The records are drawn from the model along its junction tree (the elimination order
    reversed): each variable given those of its cliques already drawn, by systematic sampling within each
    group of records of the same drawn values (mbi's ``"round"`` method), at keyed uniforms.  A value of
-   probability 0 is never drawn, so every record keeps every rule (checked on the released records).
+   probability 0 is never drawn, so every record keeps every rule (checked on the released records).  When
+   each draw is shared (``share``, ``synthesize --min-count 2``), a ``share``-th as many records are drawn
+   and each is repeated (:func:`shared_draws`).
 
 Every epsilon (each selection's and each measurement's) is in the ledger: their exact sum is at most the
 budget (pure epsilon-DP by sequential composition, replace-one neighbours).  Everything after the
@@ -758,7 +760,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
                  anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD,
-                 quiet: bool = False) -> PgmFit:
+                 share: int = 1, quiet: bool = False) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -799,6 +801,10 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         After the 1-way tables, the categories whose noisy count is below ``compress`` standard deviations of
         its noise are merged, alike under every rule (:mod:`pramkit.pgm_compression`; default 3, MST's and
         AIM's); 0: none.
+    share : int
+        Each draw given to this many records (1: one draw a record; 2: ``synthesize --min-count 2``): a
+        ``share``-th as many records are drawn, by the same systematic sampling, and each is repeated
+        (:func:`shared_draws`), so that the released tables are those of the smaller draw.
     quiet : bool
         No progress bars (the rounds, by the share of the budget spent; the draws, by variable).
 
@@ -867,9 +873,11 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         rows = n if n is not None else released_records(state.total())
         data.forget()
         state.data.forget()
-        drawn = expand(comp, draw(state.factors(), names, sizes_c, rows, draw_key, state.cliques(), quiet=quiet),
-                       names, draw_key)
+        drawn = expand(comp, draw(state.factors(), names, sizes_c, max(1, rows // share), draw_key,
+                                  state.cliques(), quiet=quiet), names, draw_key)
     _check_rules_kept(masks, names, drawn)
+    if share > 1:
+        drawn = shared_draws(drawn, rows, share, draw_key)
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
                   [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp)
 
@@ -884,6 +892,30 @@ def expand(comp: Any, drawn: np.ndarray, names: Sequence[str], key: SecretKey) -
             out[:, j] = _systematic(comp.expansion(v), out[:, j], uniforms(key, f"@pgm|{v}|expand-rank", 0, len(out)),
                                     uniforms(key, f"@pgm|{v}|expand-u", 0, len(out)))
     return out
+
+
+def shared_draws(drawn: np.ndarray, rows: int, share: int, key: SecretKey) -> np.ndarray:
+    """``rows`` records from the draws ``drawn``, each draw given to ``share`` records and the
+    ``rows - share * len(drawn)`` left over (fewer than ``share`` when ``len(drawn)`` is ``rows // share``)
+    given draws in a keyed order, all in a keyed order.  Drawing ``rows / share`` records and repeating each keeps every table of the draw to within its
+    systematic sampling's rounding, where pairing ``rows`` independent draws would leave half of them out at
+    random.
+
+    Examples
+    --------
+    >>> from pramkit.kernel.rng import resolve_key
+    >>> out = shared_draws(np.array([[0], [1], [2]]), 7, 2, resolve_key(bytes(32)))
+    >>> out.shape, sorted(np.bincount(out[:, 0]).tolist())    # two records a draw, one draw given to three
+    ((7, 1), [2, 2, 3])
+    """
+    m = len(drawn)
+    src = np.repeat(np.arange(m, dtype=np.int64), share)[:rows]
+    extra = rows - len(src)
+    if extra > 0:
+        more = np.argsort(uniforms(key, "@pgm|share-extra", 0, m), kind="stable")
+        src = np.concatenate([src, more[np.arange(extra) % m]])
+    order = np.argsort(uniforms(key, "@pgm|share-order", 0, rows), kind="stable")
+    return drawn[src[order]]
 
 
 def _check_rules_kept(masks: Sequence[tuple[tuple[str, ...], np.ndarray]], names: Sequence[str],
