@@ -31,6 +31,7 @@ from test_synthesize_neighbours import _groups, _table
 pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit[pgm]"')
 
 from pramkit.audit import audit
+from pramkit.pgm_compression import Compression
 from pramkit.synthesize import synthesize_release
 
 VARS = ["AGEP", "MSP", "SEX"]
@@ -147,3 +148,24 @@ def test_no_compression_leaves_every_category(release):
     assert [t.noisy.shape for t in fit.measurements[len(VARS):]] == \
         [tuple(len(pd.Categorical(release["frame"][a]).categories) for a in t.axes)
          for t in fit.measurements[len(VARS):]]
+
+
+def test_a_group_expands_to_its_members_in_the_smallest_code_type(tmp_path):
+    """AGEP's 100 ages of NIST's excerpt merged into 5 groups of 20, the drawn codes one byte each: every
+    record drawn into a group takes one of that group's ages, in proportion to their counts within one record
+    (the groups' offsets, 5 x 100, pass a byte's range: counted in one byte they wrapped round, and records
+    took ages of other groups)."""
+    from pramkit.kernel.rng import resolve_key
+    from pramkit.synthesize_pgm import expand
+
+    ages = nist_inputs(tmp_path, ["AGEP"], ROWS, "", KEY)["AGEP"].astype(int).to_numpy()
+    counts = np.bincount(ages, minlength=100).astype(float)
+    groups = [list(range(k, k + 20)) for k in range(0, 100, 20)]
+    comp = Compression({"AGEP": groups}, {"AGEP": counts})
+    drawn = (ages // 20).astype(np.uint8)[:, None]
+    out = expand(comp, drawn, ["AGEP"], resolve_key(bytes(32)))
+    assert (out[:, 0] // 20 == drawn[:, 0]).all()
+    for g, members in enumerate(groups):
+        got = np.bincount(out[drawn[:, 0] == g, 0], minlength=100)[members]
+        want = counts[members] / counts[members].sum() * (drawn[:, 0] == g).sum()
+        assert np.abs(got - want).max() <= 1.0, g
