@@ -895,11 +895,11 @@ def expand(comp: Any, drawn: np.ndarray, names: Sequence[str], key: SecretKey) -
 
 
 def shared_draws(drawn: np.ndarray, rows: int, share: int, key: SecretKey) -> np.ndarray:
-    """``rows`` records from the draws ``drawn``, each draw given to ``share`` records and the
-    ``rows - share * len(drawn)`` left over (fewer than ``share`` when ``len(drawn)`` is ``rows // share``)
-    given draws in a keyed order, all in a keyed order.  Drawing ``rows / share`` records and repeating each keeps every table of the draw to within its
-    systematic sampling's rounding, where pairing ``rows`` independent draws would leave half of them out at
-    random.
+    """``rows`` records from the draws ``drawn``: each draw given to ``share`` records, the
+    ``rows - share * len(drawn)`` records left over (fewer than ``share`` when ``len(drawn)`` is
+    ``rows // share``) given draws in a keyed order, and all the records put in a keyed order.  Drawing
+    ``rows / share`` records and repeating each keeps every table of the draw to within its systematic
+    sampling's rounding, where pairing ``rows`` independent draws would leave half of them out at random.
 
     Examples
     --------
