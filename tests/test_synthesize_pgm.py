@@ -199,6 +199,6 @@ def test_a_shared_draw_keeps_the_table_of_half_a_draw(tmp_path):
     for share in (1, 2):
         fit = fit_and_draw(codes, ["HOUSING_TYPE"], {"HOUSING_TYPE": cats}, epsilon=2.0, key=resolve_key(KEY),
                            draw_key=resolve_key(bytes(32)), share=share, quiet=True)
-        assert len(fit.drawn) == ROWS
+        assert len(fit.drawn) == ROWS and fit.shared == ROWS - ROWS // share
         got[share] = np.bincount(fit.drawn[:, 0], minlength=len(cats))
     assert np.abs(got[2] - got[1]).max() <= 3, got

@@ -625,8 +625,7 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
                        max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta, share=min_count,
                        quiet=quiet)
-    drawn = fit.drawn  # with min-count 2, half as many drawn, each given to two records (one to three if odd)
-    shared = len(drawn) - max(1, len(drawn) // min_count)
+    drawn, shared = fit.drawn, fit.shared  # with min-count 2, half as many drawn, each given to two records
     measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
                     for t in fit.measurements]
     zcdp = None if delta is None else zcdp_figures(float(epsilon), delta, [m.to_dict() for m in measurements],

@@ -179,7 +179,8 @@ class Table:
 class PgmFit:
     """What :func:`fit_and_draw` made: the drawn codes (records by variables), the measurements (the 1-way
     tables, then one per round), the selections, the model's size in cells and its cliques; under add-or-remove
-    neighbours, ``total``: the total estimated from the noisy tables (the drawn records are it, rounded)."""
+    neighbours, ``total``: the total estimated from the noisy tables (the drawn records are it, rounded);
+    ``shared``: the records that take another record's draw (``share`` above 1)."""
 
     drawn: np.ndarray
     measurements: list[Any]
@@ -189,6 +190,7 @@ class PgmFit:
     rounds: int
     total: float | None = None
     compression: Any = None
+    shared: int = 0
 
 
 def check_pgm_settings(model: Any, max_cells: Any) -> str:
@@ -873,13 +875,15 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         rows = n if n is not None else released_records(state.total())
         data.forget()
         state.data.forget()
-        drawn = expand(comp, draw(state.factors(), names, sizes_c, max(1, rows // share), draw_key,
-                                  state.cliques(), quiet=quiet), names, draw_key)
+        draws = max(1, rows // share)
+        drawn = expand(comp, draw(state.factors(), names, sizes_c, draws, draw_key, state.cliques(), quiet=quiet),
+                       names, draw_key)
     _check_rules_kept(masks, names, drawn)
     if share > 1:
         drawn = shared_draws(drawn, rows, share, draw_key)
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
-                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp)
+                  [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp,
+                  rows - draws)
 
 
 def expand(comp: Any, drawn: np.ndarray, names: Sequence[str], key: SecretKey) -> np.ndarray:
