@@ -1227,7 +1227,7 @@ def _systematic(marg: np.ndarray, group: np.ndarray, rank_u: np.ndarray, u: np.n
     [0, 2, 2, 2]
     """
     order = np.lexsort((rank_u, group))
-    g = group[order].astype(np.int64)  # the groups' offsets below pass a small code type's range
+    g = group[order].astype(np.int64, copy=False)  # the groups' offsets below pass a small code type's range
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     counts = np.diff(np.r_[starts, len(g)])
     point = np.arange(len(g), dtype=float)  # each record's rank within its group, plus its uniform, over the size
