@@ -614,7 +614,8 @@ class _Factors:
         for cl in model.potentials.cliques:
             v = np.asarray(model.potentials[cl].values, dtype=float)
             self.items.append((tuple(cl), np.exp(v - v.max())))
-        self.items += [(cl, m.astype(float)) for cl, m in masks]
+        self.masks = [(cl, m.astype(float)) for cl, m in masks]
+        self.items += self.masks
         self.total = total
         self.model = model
         self._cliques: dict[tuple[str, ...], np.ndarray] = {}
@@ -650,7 +651,7 @@ class _Factors:
     def _masked(self, out: np.ndarray, r: Sequence[str]) -> np.ndarray:
         """``out`` (over ``r``) times every rule's mask whose variables are all in ``r``: mbi's inference reads
         the potentials alone, and the rules' cells are zeros the model's constraints hold apart from them."""
-        for cl, m in self.items[len(self.model.potentials.cliques):]:
+        for cl, m in self.masks:
             if set(cl) <= set(r):
                 aligned = np.transpose(m, [cl.index(a) for a in r if a in cl])
                 out = out * aligned.reshape([out.shape[i] if a in cl else 1 for i, a in enumerate(r)])
