@@ -4,12 +4,14 @@ On NIST's CRC excerpt (the first 3 000 records; AGEP over its declared 0-99, MSP
 under 15 has MSP 'N'), released at (1, 1e-5) under zCDP, add-or-remove neighbours:
 
 * the manifest's ``groups`` are what the published 1-way tables give, recomputed here by hand: a category is
-  rare when its noisy count is below 3 standard deviations (``sqrt(sigma2)``); the rare ages under 15 form one
-  group and the rare ages from 15 another (the rule treats them apart), MSP's 'N' is never merged with a
-  marital status (the rule treats it apart), and every other category stays alone;
+  rare when its noisy count is below 3 standard deviations (``sqrt(sigma2)``), and the rare categories of a
+  variable that one rule alone names form one group (``compress_rules: "jointly"``), every other category
+  alone; a manifest without ``compress_rules`` (written before) has its rare ages under 15 and from 15 apart,
+  and MSP's 'N' never with a marital status;
 * every table measured after the start is over the groups (its shape), and the noise of each is that of its
   stated variance against the table counted here over the groups;
-* every released record keeps the rule, and a released age within a group follows the group's noisy counts;
+* every released record keeps the rule, and the records drawn into a pair of groups take each allowed pair of
+  members in proportion to the product of their noisy counts;
 * the audit passes with the original and the key (which make the release again) and names a forged group and a
   forged threshold; ``compress=0`` leaves every category as it is (the fit's tables over them all).
 
@@ -18,6 +20,7 @@ Skipped in one line without ``mbi`` or without the shared data.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any
@@ -26,6 +29,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import nist_inputs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_synthesize_neighbours import _groups, _table
 
 pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit[pgm]"')
@@ -72,16 +77,31 @@ def _by_hand(raw: dict[str, Any], v: str, alike: Any) -> list[list[int]]:
 
 
 def test_the_groups_are_what_the_published_tables_give(release):
+    """AGEP and MSP are each named by one rule alone: their rare categories merge whatever the rule says of
+    them (each record is expanded jointly, below)."""
     raw = release["raw"]
-    assert raw["procedure"]["compress"] == 3.0
-    expected = {"AGEP": _by_hand(raw, "AGEP", lambda c: c in YOUNG),
-                "MSP": _by_hand(raw, "MSP", lambda c: c == "N"), "SEX": _by_hand(raw, "SEX", lambda c: 0)}
+    assert raw["procedure"]["compress"] == 3.0 and raw["procedure"]["compress_rules"] == "jointly"
+    expected = {v: _by_hand(raw, v, lambda c: 0) for v in VARS}
     for v in VARS:
         groups = raw["variables"][v].get("groups")
         assert (groups or [[i] for i in range(len(raw["variables"][v]["categories"]))]) == expected[v], v
-    ages = raw["variables"]["AGEP"]["groups"]
-    assert any(len(g) > 1 for g in ages)  # 3 000 records over 100 ages at this noise: the old ages merge
-    for g in ages:  # never a young age with an adult one
+    assert any(len(g) > 1 for g in raw["variables"]["AGEP"]["groups"])  # 3 000 records, 100 ages: old ones merge
+
+
+def test_a_manifest_without_joint_groups_has_them_within_the_rules_signatures(release):
+    """A manifest written before joint groups (no ``compress_rules``) has its groups recomputed as they were
+    made then: never a young age with an adult one, nor MSP's 'N' with a marital status."""
+    from pramkit.synthesize_pgm import manifest_groups
+
+    raw = json.loads(json.dumps(release["raw"]))
+    del raw["procedure"]["compress_rules"]
+    expected = {"AGEP": _by_hand(raw, "AGEP", lambda c: c in YOUNG),
+                "MSP": _by_hand(raw, "MSP", lambda c: c == "N"), "SEX": _by_hand(raw, "SEX", lambda c: 0)}
+    got = manifest_groups(raw)
+    assert isinstance(got, dict)
+    for v in VARS:
+        assert (got[v] or [[i] for i in range(len(raw["variables"][v]["categories"]))]) == expected[v], v
+    for g in got["AGEP"] or []:
         assert len({AGES[i] in YOUNG for i in g}) == 1, g
 
 
@@ -101,22 +121,39 @@ def test_later_tables_are_over_the_groups_with_their_stated_noise(release):
     assert chi2.sf(z2, cells) > 1e-4 and chi2.cdf(z2, cells) > 1e-4, (z2, cells)
 
 
-def test_every_record_keeps_the_rule_and_groups_expand_by_their_noisy_counts(release):
+def test_every_record_keeps_the_rule_and_groups_expand_jointly_by_their_noisy_counts(release):
+    """Each released record keeps the rule; the records drawn into one pair of groups (AGEP's, MSP's) take
+    each allowed pair of members in proportion to the product of the members' noisy counts, to within the
+    rounding of systematic sampling (two records a draw: 3 records a cell), counted here from the published
+    tables alone."""
     out = release["released"]
     young = out["AGEP"].isin(YOUNG)
     assert not (young & out["MSP"].isin(MARRIED)).any()
     raw = release["raw"]
-    noisy = np.clip(np.asarray(raw["measurements"][0]["noisy"], dtype=float), 0, None)
-    counts = out["AGEP"].value_counts()
-    for g in raw["variables"]["AGEP"]["groups"]:
-        if len(g) < 2 or noisy[g].sum() <= 0:
-            continue
-        got = np.array([counts.get(AGES[i], 0) for i in g], dtype=float)
-        # members of no noisy count are never drawn; the others near their share (systematic sampling within
-        # groups of records: a few records off each)
-        assert (got[noisy[g] == 0] == 0).all(), g
-        share = noisy[g] / noisy[g].sum()
-        assert np.abs(got - share * got.sum()).max() <= 0.1 * got.sum() + 5, (g, got, share)
+    cats = {v: [str(c) for c in raw["variables"][v]["categories"]] for v in ("AGEP", "MSP")}
+    groups = {v: raw["variables"][v].get("groups") or [[i] for i in range(len(cats[v]))] for v in cats}
+    noisy = {v: np.clip(np.asarray(raw["measurements"][VARS.index(v)]["noisy"], dtype=float), 0, None)
+             for v in cats}
+    code = {v: out[v].map({c: i for i, c in enumerate(cats[v])}).to_numpy() for v in cats}
+    group_of = {v: {i: k for k, g in enumerate(groups[v]) for i in g} for v in cats}
+    pairs = pd.Series(list(zip(code["AGEP"], code["MSP"]))).value_counts()
+    checked = 0
+    for ga in groups["AGEP"]:
+        for gm in groups["MSP"]:
+            if len(ga) * len(gm) < 2:
+                continue
+            allowed = np.array([[not (cats["AGEP"][a] in YOUNG and cats["MSP"][m] in MARRIED) for m in gm]
+                                for a in ga])
+            w = np.outer(*(noisy[v][g] if noisy[v][g].sum() > 0 else np.ones(len(g))
+                           for v, g in (("AGEP", ga), ("MSP", gm)))) * allowed
+            w = w if w.sum() > 0 else allowed.astype(float)
+            got = np.array([[pairs.get((a, m), 0) for m in gm] for a in ga], dtype=float)
+            if got.sum() == 0:
+                continue
+            assert (got[~allowed] == 0).all()
+            assert np.abs(got - w / w.sum() * got.sum()).max() <= 5, (ga, gm, got, w)
+            checked += 1
+    assert checked and all(group_of["AGEP"][a] is not None for a in code["AGEP"])
 
 
 def test_the_audit_passes_and_names_a_forged_group(release, tmp_path):
@@ -169,3 +206,48 @@ def test_a_group_expands_to_its_members_in_the_smallest_code_type(tmp_path):
         got = np.bincount(out[drawn[:, 0] == g, 0], minlength=100)[members]
         want = counts[members] / counts[members].sum() * (drawn[:, 0] == g).sum()
         assert np.abs(got - want).max() <= 1.0, g
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_joint_expansion_keeps_the_rule_and_follows_the_weights(data):
+    """Two variables merged across a 3-way rule's signatures, the third kept whole: the compressed mask allows
+    a cell exactly when one of its members' cells is allowed (brute force), and every record drawn into a cell
+    it allows takes a member combination the rule allows, each combination of one key (the groups and the third
+    variable's value) in proportion to the product of the members' counts clipped at 0, to within 2 records
+    (each record a keyed point in its own stratum)."""
+    from pramkit.kernel.rng import resolve_key
+    from pramkit.synthesize_pgm import expand
+
+    sizes = {v: data.draw(st.integers(2, 5), label=v) for v in "abc"}
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=math.prod(sizes.values()),
+                                       max_size=math.prod(sizes.values())), label="mask")).reshape(
+        tuple(sizes.values()))
+    mask.flat[data.draw(st.integers(0, mask.size - 1), label="one allowed")] = True
+    groups = {}
+    for v in "ab":
+        cut = sorted(data.draw(st.sets(st.integers(1, sizes[v] - 1), max_size=sizes[v] - 1), label=f"cuts {v}"))
+        bounds = [0, *cut, sizes[v]]
+        groups[v] = [list(range(lo, hi)) for lo, hi in itertools.pairwise(bounds)]
+    groups["c"] = [[i] for i in range(sizes["c"])]
+    counts = {v: np.array(data.draw(st.lists(st.integers(-3, 40), min_size=sizes[v], max_size=sizes[v]),
+                                    label=f"counts {v}"), dtype=float) for v in "abc"}
+    comp = Compression(groups, counts, ((("a", "b", "c"), mask, ("a", "b")),))
+    union = comp.mask(("a", "b", "c"), mask)
+    for ga, gb, c in np.ndindex(union.shape):
+        assert union[ga, gb, c] == mask[np.ix_(groups["a"][ga], groups["b"][gb], [c])].any()
+    cells = np.argwhere(union)
+    drawn = cells[np.array(data.draw(st.lists(st.integers(0, len(cells) - 1), min_size=1, max_size=300),
+                                     label="drawn"))]
+    out = expand(comp, drawn.astype(np.int64), ["a", "b", "c"], resolve_key(bytes(32)))
+    assert mask[out[:, 0], out[:, 1], out[:, 2]].all()
+    for key in {tuple(r) for r in drawn.tolist()}:
+        rows = (drawn == key).all(axis=1)
+        ma, mb = groups["a"][key[0]], groups["b"][key[1]]
+        assert np.isin(out[rows, 0], ma).all() and np.isin(out[rows, 1], mb).all() and (out[rows, 2] == key[2]).all()
+        weight = [np.clip(counts[v][m], 0, None) for v, m in (("a", ma), ("b", mb))]
+        w = np.outer(*(x if x.sum() > 0 else np.ones(len(x)) for x in weight)) * mask[np.ix_(ma, mb, [key[2]])][..., 0]
+        w = w if w.sum() > 0 else mask[np.ix_(ma, mb, [key[2]])][..., 0].astype(float)
+        got = np.zeros((len(ma), len(mb)))
+        np.add.at(got, (np.searchsorted(ma, out[rows, 0]), np.searchsorted(mb, out[rows, 1])), 1)
+        assert np.abs(got - w / w.sum() * rows.sum()).max() < 2, (key, got, w)

@@ -5,10 +5,17 @@ tables are measured, the categories of a variable whose noisy count is below thr
 noise: the model then spends no cells, and no budget, on categories the tables cannot tell apart from empty.
 The model pgm does the same, with two changes:
 
-* **The edit rules stay exact.**  Only categories that every rule treats alike are merged: those whose slices
-  of every rule's mask are equal (their *signature*).  The rare categories of one signature form one group; a
-  rare category alone in its signature stays as it is.  Any member of a group then stands for all of them in
-  every rule, so the compressed model keeps every rule, and a record drawn into a group may take any member.
+* **The edit rules stay exact.**  A variable that several rules' masks name has only categories that every
+  rule treats alike merged: those whose slices of every rule's mask are equal (their *signature*).  The rare
+  categories of one signature form one group; a rare category alone in its signature stays as it is.  Any
+  member of a group then stands for all of them in every rule, so the compressed model keeps every rule, and
+  a record drawn into a group may take any member.  A variable that one mask alone names has, with
+  ``jointly`` (:func:`compression_of`; ``procedure.compress_rules: "jointly"``), all its rare categories
+  merged: the compressed mask allows a cell when one of its members' cells is allowed, and a record drawn
+  into it takes, jointly for every such variable of the mask, a combination of members the mask allows
+  beside the record's other values (:func:`pramkit.synthesize_pgm.expand`).  A threshold rule of counts
+  ("fewer own children than persons in the family") gives every category its own signature: without it none
+  would ever merge.
 * **A drawn group is expanded by the noisy counts.**  Within a group a record takes a member with probability
   proportional to its noisy 1-way count, clipped at 0 (uniformly when no member's is positive), by systematic
   sampling at keyed uniforms, as the other draws; MST expands uniformly.
@@ -24,6 +31,7 @@ to differentially private synthetic data", Journal of Privacy and Confidentialit
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +106,9 @@ class Compression:
 
     groups: Mapping[str, list[list[int]]]
     counts: Mapping[str, np.ndarray]
+    #: The rules' masks whose variables are expanded jointly (:func:`compression_of` with ``jointly``): each the
+    #: mask's variables, its cells over the full categories, and the variables merged across signatures.
+    joint: tuple[tuple[tuple[str, ...], np.ndarray, tuple[str, ...]], ...] = ()
 
     def merged(self, v: str) -> bool:
         return any(len(g) > 1 for g in self.groups.get(v, ()))
@@ -138,11 +149,24 @@ class Compression:
                     if self.merged(v) else list(c)) for v, c in cats.items()}
 
     def mask(self, cl: tuple[str, ...], mask: np.ndarray) -> np.ndarray:
-        """A rule's mask over the compressed categories: each group's first member stands for all (they share
-        its slices)."""
-        index = tuple(np.array([g[0] for g in self.groups[a]]) if self.merged(a) else slice(None) for a in cl)
-        return mask[np.ix_(*(np.arange(mask.shape[k])[s] if isinstance(s, slice) else s
-                             for k, s in enumerate(index)))]
+        """A rule's mask over the compressed categories: a cell is allowed when one of its members' cells is
+        (where the members share their slices, as within a signature, the first member's).
+
+        Examples
+        --------
+        >>> m = np.array([[True, False, False], [True, True, False], [True, True, True]])  # b <= a
+        >>> Compression({"a": [[0], [1, 2]], "b": [[0], [1, 2]]}, {}).mask(("a", "b"), m).tolist()
+        [[True, False], [True, True]]
+        """
+        out = np.asarray(mask, dtype=bool)
+        for k, a in enumerate(cl):
+            if self.merged(a):
+                out = np.stack([np.take(out, g, axis=k).any(axis=k) for g in self.groups[a]], axis=k)
+        return out
+
+    def jointly(self) -> set[str]:
+        """The variables expanded jointly with their rules' other variables (merged across signatures)."""
+        return {v for _, _, vs in self.joint for v in vs}
 
     def table(self, axes: tuple[str, ...], noisy: np.ndarray, variance: float) -> tuple[np.ndarray, np.ndarray]:
         """A noisy table over the compressed categories and each cell's noise variance: a table measured
@@ -180,18 +204,68 @@ class Compression:
 
 
 def compression_of(names: Sequence[str], first: Sequence[Any], sds: Sequence[float],
-                   masks: Sequence[tuple[tuple[str, ...], np.ndarray]], threshold: float) -> Compression:
+                   masks: Sequence[tuple[tuple[str, ...], np.ndarray]], threshold: float,
+                   jointly: bool = False) -> Compression:
     """The compression from the start's noisy 1-way tables (``first``, one a variable, in the order of
     ``names``), the standard deviations of their noise (``sds``) and the rules' masks over the full categories.
+
+    With ``jointly``, a variable that one rule's mask alone names has its rare categories merged whatever
+    their signatures, and is expanded jointly with that mask's other variables (:func:`joint_cells`): the
+    threshold rules of counts (fewer children than persons) otherwise keep every category apart.  A mask whose
+    joint expansion would pass :data:`JOINT_CELLS` keeps its variables' signatures.
 
     Examples
     --------
     >>> compression_of(["a"], [np.array([80, 1, -2, 60])], [2.0], [], 3.0).groups
     {'a': [[0], [1, 2], [3]]}
+    >>> m = np.array([[True, False, False], [True, True, False], [True, True, True]])  # b <= a
+    >>> first = [np.array([90, 2, 1]), np.array([80, 1, 2])]
+    >>> compression_of(["a", "b"], first, [1.0, 1.0], [(("a", "b"), m)], 3.0).groups
+    {'a': [[0], [1], [2]], 'b': [[0], [1], [2]]}
+    >>> c = compression_of(["a", "b"], first, [1.0, 1.0], [(("a", "b"), m)], 3.0, jointly=True)
+    >>> c.groups, sorted(c.jointly())
+    ({'a': [[0], [1, 2]], 'b': [[0], [1, 2]]}, ['a', 'b'])
     """
+    named: dict[str, int] = {}
+    for cl, _ in masks:
+        for a in cl:
+            named[a] = named.get(a, 0) + 1
+    free = {v for v in names if named.get(v) == 1} if jointly else set()
     groups, counts = {}, {}
     for v, t, sd in zip(names, first, sds):
         noisy = np.asarray(t).ravel()
         counts[v] = noisy
-        groups[v] = compress_groups(noisy, sd, threshold, signatures(v, len(noisy), masks))
-    return Compression(groups, counts)
+        groups[v] = compress_groups(noisy, sd, threshold, None if v in free else signatures(v, len(noisy), masks))
+    comp = Compression(groups, counts)
+    joint = []
+    for cl, mask in masks:
+        across = tuple(a for a in cl if a in free and comp.merged(a))
+        if not across:
+            continue
+        if joint_cells(comp, cl, across) <= JOINT_CELLS:
+            joint.append((cl, np.asarray(mask, dtype=bool), across))
+            continue
+        for a, t, sd in zip(names, first, sds):  # too large to expand jointly: merged within signatures only
+            if a in across:
+                groups[a] = compress_groups(np.asarray(t).ravel(), sd, threshold, signatures(a, len(counts[a]), masks))
+    return Compression(groups, counts, tuple(joint))
+
+
+#: The most cells of a joint expansion's table (:func:`joint_cells`) before a mask's variables keep their
+#: signatures instead.
+JOINT_CELLS = 10_000_000
+
+
+def joint_cells(comp: Compression, cl: Sequence[str], across: Sequence[str]) -> int:
+    """The most cells a joint expansion over the mask of ``cl`` may use: its keys (the compressed categories
+    of ``across``, the full ones of the mask's other variables) times the largest choice of one key (the
+    largest group of each variable of ``across``, multiplied).
+
+    Examples
+    --------
+    >>> c = Compression({"a": [[0], [1, 2]], "b": [[0, 1]]}, {"a": np.zeros(3), "b": np.zeros(2)})
+    >>> joint_cells(c, ("a", "b"), ("a",))  # keys 2 x 2, a choice among at most 2
+    8
+    """
+    keys = math.prod(comp.size(a) if a in across else comp.full(a) for a in cl)
+    return keys * math.prod(max(len(g) for g in comp.groups[a]) for a in across)

@@ -632,7 +632,8 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
                                                    [x.to_dict() for x in fit.selections])
     groups = {v: fit.compression.groups_of(v) for v in variables}
     procedure = {"model": "pgm", "max_cells": max_cells, "rounds": fit.rounds, "min_count": min_count,
-                 **({"delta": delta} if delta is not None else {}), "compress": COMPRESS_SD}
+                 **({"delta": delta} if delta is not None else {}), "compress": COMPRESS_SD,
+                 "compress_rules": "jointly"}
     return _Made(drawn, measurements, fit.selections, shared, procedure, zcdp, groups)
 
 

@@ -11,9 +11,11 @@ and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's
    ``epsilon / T``, ``T`` the nominal rounds (``rounds``; by default ``ROUNDS_PER_VARIABLE`` times the number
    of variables).
    Then the categories whose noisy 1-way count is below 3 standard deviations of its noise are merged, alike
-   under every rule (:mod:`pramkit.pgm_compression`, MST's and AIM's domain compression; post-processing):
-   every later table is measured over the merged categories, and a record drawn into a merged category
-   takes one of its categories in proportion to their noisy counts.
+   under every rule, or across one rule's kinds for a variable it alone names
+   (:mod:`pramkit.pgm_compression`, MST's and AIM's domain compression; post-processing): every later table is
+   measured over the merged categories, and a record drawn into a merged category takes one of its categories
+   in proportion to their noisy counts (jointly with the rule's other variables, among the combinations it
+   allows).
 3. **Rounds.**  Each round chooses one candidate by the exponential mechanism (McSherry and Talwar 2007)
    at ``(1 - alpha)`` of the round's epsilon, its quality ``q_r = w_r (|M_r(D) - M_r(p)|_1 - b n_r)``
    (``p`` the current model, ``b`` the expected absolute noise of a measurement this round, ``n_r`` the
@@ -763,7 +765,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
                  anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD,
-                 share: int = 1, quiet: bool = False) -> PgmFit:
+                 jointly: bool = True, share: int = 1, quiet: bool = False) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -804,6 +806,10 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         After the 1-way tables, the categories whose noisy count is below ``compress`` standard deviations of
         its noise are merged, alike under every rule (:mod:`pramkit.pgm_compression`; default 3, MST's and
         AIM's); 0: none.
+    jointly : bool
+        A variable that one rule alone names has its rare categories merged across the rule's signatures and
+        is expanded jointly with the rule's other variables (:func:`pramkit.pgm_compression.compression_of`;
+        default; ``False``: merged within signatures, as releases before ``procedure.compress_rules``).
     share : int
         Each draw given to this many records (1: one draw a record; 2: ``synthesize --min-count 2``): a
         ``share``-th as many records are drawn, by the same systematic sampling, and each is repeated
@@ -861,7 +867,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
             budget.spend(spent)
             first.append(_measure(data, (v,), eps, key, cats, TABLE_SENSITIVITY[neighbours], sigma2))
         comp = compression_of(names, [t.noisy for t in first], [table_sd(t) for t in first], masks,
-                               float(compress))
+                               float(compress), jointly)
         state = _compressed_rounds(mbi, comp, data, cats, masks, key, n)
         domain, sizes_c = state.domain, state.data.sizes
         base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in state.masks])
@@ -890,13 +896,52 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
 def expand(comp: Any, drawn: np.ndarray, names: Sequence[str], key: SecretKey) -> np.ndarray:
     """The drawn codes back in the full categories (:class:`pramkit.pgm_compression.Compression`): a record
     drawn into a merged category takes one of its categories by :meth:`~Compression.expansion`'s weights, by
-    systematic sampling within the records drawn into it, at keyed uniforms."""
+    systematic sampling within the records drawn into it, at keyed uniforms; the variables merged across a
+    rule's signatures, after the others, jointly among the combinations the rule allows
+    (:func:`_expand_jointly`)."""
     out = np.array(drawn, dtype=code_dtype([comp.full(v) for v in names]), copy=True)
+    jointly = comp.jointly()
     for j, v in enumerate(names):
-        if comp.merged(v):
+        if comp.merged(v) and v not in jointly:
             out[:, j] = _systematic(comp.expansion(v), out[:, j], uniforms(key, f"@pgm|{v}|expand-rank", 0, len(out)),
                                     uniforms(key, f"@pgm|{v}|expand-u", 0, len(out)))
+    for cl, mask, across in comp.joint:
+        _expand_jointly(comp, cl, mask, across, out, names, key)
     return out
+
+
+def _expand_jointly(comp: Any, cl: tuple[str, ...], mask: np.ndarray, across: tuple[str, ...], out: np.ndarray,
+                    names: Sequence[str], key: SecretKey) -> None:
+    """The variables ``across`` of the mask of ``cl`` (merged across signatures) expanded together, in place: a
+    record drawn into their groups takes a combination of members that the mask allows beside its other
+    variables' values, in proportion to the product of the members' noisy counts clipped at 0 (alike when none
+    of the allowed is positive), by systematic sampling within the records of the same key, at keyed uniforms.
+    The compressed mask allows a cell when one of its members does, so every key has an allowed choice."""
+    cols = [names.index(a) for a in cl]
+    keyed = cell_index([out[:, c] for c in cols], [comp.size(a) if a in across else comp.full(a) for a in cl])
+    keys, first, group = np.unique(keyed, return_index=True, return_inverse=True)
+    width = math.prod(max(len(g) for g in comp.groups[a]) for a in across)
+    weights = np.zeros((len(keys), width))
+    cells = np.zeros((len(keys), width), dtype=np.int64)
+    full = tuple(comp.full(a) for a in across)
+    clipped = {a: np.clip(np.asarray(comp.counts[a], dtype=float), 0, None) for a in across}
+    rows = out[first]  # one record of each key, in the keys' order
+    for k, row in enumerate(rows):
+        members = [comp.groups[a][int(row[names.index(a)])] if a in across else [int(row[names.index(a)])]
+                   for a in cl]
+        allowed = mask[np.ix_(*members)].reshape(-1)
+        w = functools.reduce(np.multiply.outer, [clipped[a][m] if clipped[a][m].sum() > 0 else np.ones(len(m))
+                                                 for a, m in zip(cl, members) if a in across]).reshape(-1) * allowed
+        w = w if w.sum() > 0 else allowed.astype(float)
+        weights[k, : len(w)] = w
+        cells[k, : len(w)] = np.ravel_multi_index(np.ix_(*(m for a, m in zip(cl, members) if a in across)),
+                                                  full).reshape(-1)
+    name = "x".join(across)
+    at = _systematic(weights, group, uniforms(key, f"@pgm|{name}|joint-rank", 0, len(out)),
+                     uniforms(key, f"@pgm|{name}|joint-u", 0, len(out)))
+    chosen = np.unravel_index(cells[group, at], full)
+    for a, codes in zip(across, chosen):
+        out[:, names.index(a)] = codes
 
 
 def shared_draws(drawn: np.ndarray, rows: int, share: int, key: SecretKey) -> np.ndarray:
@@ -1497,7 +1542,9 @@ def table_rho(sensitivity: int, sigma2: float) -> float:
 
 def manifest_groups(raw: Mapping[str, Any]) -> dict[str, list[list[int]] | None] | str:
     """Each variable's groups as a manifest of the model pgm implies them: recomputed from its first 1-way
-    tables, their noise, its rules and ``procedure.compress``; or why they cannot be.
+    tables, their noise, its rules, ``procedure.compress`` and ``procedure.compress_rules`` (``"jointly"``:
+    merged across the rules' signatures, :func:`pramkit.pgm_compression.compression_of`; absent, as releases
+    before it: within them); or why they cannot be.
 
     Examples
     --------
@@ -1521,7 +1568,9 @@ def manifest_groups(raw: Mapping[str, Any]) -> dict[str, list[list[int]] | None]
         forbidden = rules.get("forbidden") if isinstance(rules, Mapping) else None
         masks = rule_masks(as_rules(forbidden) if forbidden else None, names, cats,
                            int((raw.get("procedure") or {}).get("max_cells", MAX_CELLS)))
-        comp = compression_of(names, [m["noisy"] for m in first], [table_sd(m) for m in first], masks, threshold)
+        jointly = (raw.get("procedure") or {}).get("compress_rules") == "jointly"
+        comp = compression_of(names, [m["noisy"] for m in first], [table_sd(m) for m in first], masks, threshold,
+                              jointly)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         return f"the groups cannot be recomputed ({exc})"
     return {v: comp.groups_of(v) for v in names}

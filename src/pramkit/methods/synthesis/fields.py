@@ -26,8 +26,8 @@ MANIFEST: tuple[PublicField, ...] = fields([
                                                              "is stated in data_dependent"),
     ("variables.*.groups", R, "pgm groups", "with the model pgm, a variable's categories merged for the model, "
                                             "each group the indexes of its categories: recomputed from the "
-                                            "variable's noisy 1-way table, its noise, the rules and "
-                                            "procedure.compress"),
+                                            "variable's noisy 1-way table, its noise, the rules, "
+                                            "procedure.compress and procedure.compress_rules"),
     ("public.columns", D, "synthesized again", "the public columns the model conditions on, in order: the "
                                                 "release made again (each one released as it is)"),
     ("public.bins", D, "synthesized again", "the bins of a numeric public column: the release made again"),
