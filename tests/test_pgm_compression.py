@@ -12,8 +12,9 @@ under 15 has MSP 'N'), released at (1, 1e-5) under zCDP, add-or-remove neighbour
   stated variance against the table counted here over the groups;
 * every released record keeps the rule, and the records drawn into a pair of groups take each allowed pair of
   members in proportion to the product of their noisy counts;
-* the audit passes with the original and the key (which make the release again) and names a forged group and a
-  forged threshold; ``compress=0`` leaves every category as it is (the fit's tables over them all).
+* the audit passes with the original and the key (which make the release again) and names a forged group, a
+  forged threshold and a forged ``compress_rules``; ``compress=0`` leaves every category as it is (the fit's
+  tables over them all).
 
 Skipped in one line without ``mbi`` or without the shared data.
 """
@@ -156,7 +157,7 @@ def test_every_record_keeps_the_rule_and_groups_expand_jointly_by_their_noisy_co
     assert checked and all(group_of["AGEP"][a] is not None for a in code["AGEP"])
 
 
-def test_the_audit_passes_and_names_a_forged_group(release, tmp_path):
+def test_the_audit_passes_and_names_a_forged_group_and_kind_of_merging(release, tmp_path):
     d = release["dir"]
     result = audit(manifest=d / "s.synthesis.json", released=d / "s.csv", original=d / "o.csv", key=d / "k.key")
     assert result.passed, [c.line() for c in result.checks if not c.passed]
@@ -171,6 +172,11 @@ def test_the_audit_passes_and_names_a_forged_group(release, tmp_path):
         path.write_text(json.dumps(forged))
         failed = [c.line() for c in audit(manifest=path, released=d / "s.csv").checks if not c.passed]
         assert any("variables.AGEP.groups" in line for line in failed), (name, failed)
+    forged = {**release["raw"], "procedure": {**release["raw"]["procedure"], "compress_rules": "within"}}
+    path = tmp_path / "kinds.json"
+    path.write_text(json.dumps(forged))
+    failed = [c.line() for c in audit(manifest=path, released=d / "s.csv").checks if not c.passed]
+    assert any("procedure.compress_rules" in line for line in failed), failed
 
 
 def test_no_compression_leaves_every_category(release):

@@ -981,8 +981,14 @@ def _check_min_count(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     return True, "counted in the released file by the synthesis audit" if value == 2 else "one draw per record"
 
 
+def _check_compress_rules(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    return _compare(value, "jointly", "the one way this version writes: a variable one rule alone names merged "
+                                      "across the rule's kinds (absent in a manifest written before it)")
+
+
 CHECKS.update({
     "synthesized again": _check_synthesized_again,
+    "compress rules": _check_compress_rules,
     "tables": _check_tables,
     "table share": _check_table_share,
     "table shapes": _check_table_shapes,

@@ -37,6 +37,11 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("rules.*", D, "synthesized again", "the edit rules: every released record keeps them; the release made "
                                          "again"),
     ("rules", D, "synthesized again", "no edit rules (null)"),
+    ("procedure.compress_rules", R, "compress rules", "with the model pgm, 'jointly': a variable that one rule "
+                                                      "alone names has its rare categories merged across the "
+                                                      "rule's kinds and is drawn jointly with the rule's other "
+                                                      "variables (absent: a release made before, its groups within "
+                                                      "the kinds)"),
     ("procedure.min_count", R, "min count", "2: every released combination shown twice; counted in the file"),
     ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
     ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
