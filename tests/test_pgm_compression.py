@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import nist_inputs
+from conftest import NIST_CRC, nist_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_synthesize_neighbours import _groups, _table
@@ -257,3 +257,31 @@ def test_a_joint_expansion_keeps_the_rule_and_follows_the_weights(data):
         got = np.zeros((len(ma), len(mb)))
         np.add.at(got, (np.searchsorted(ma, out[rows, 0]), np.searchsorted(mb, out[rows, 1])), 1)
         assert np.abs(got - w / w.sum() * rows.sum()).max() < 2, (key, got, w)
+
+
+def test_a_joint_expansion_too_large_keeps_the_rules_kinds(monkeypatch):
+    """NOC and NPF of NIST's excerpt under SDNist's rule (fewer own children than persons in the family): their
+    rare categories merge across the rule's kinds, unless the joint expansion would pass ``JOINT_CELLS``; then
+    each keeps its kinds apart (every NOC value one of its own: none merged; NPF's rare values 10 to 12, above
+    every NOC, alike) and nothing is expanded jointly."""
+    import pramkit.pgm_compression as pc
+    from pramkit.structure import Rules
+    from pramkit.synthesize_pgm import rule_masks
+
+    if not NIST_CRC.is_file():
+        pytest.skip("../shared/data/nist-crc is not available")
+    frame = pd.read_csv(NIST_CRC, dtype=str, keep_default_na=False, usecols=["NOC", "NPF"])
+    cats = {v: sorted(set(frame[v]), key=lambda c: (c != "N", int(c) if c != "N" else 0)) for v in ("NOC", "NPF")}
+    rules = Rules.of([{"NOC": "N", "NPF": "|".join(c for c in cats["NPF"] if c != "N")}]
+                     + [{"NOC": k, "NPF": "|".join(j for j in cats["NPF"] if j != "N" and int(j) <= int(k))}
+                        for k in cats["NOC"] if k != "N" and any(j != "N" and int(j) <= int(k) for j in cats["NPF"])])
+    masks = rule_masks(rules, ["NOC", "NPF"], cats, 10_000)
+    counts = [frame[v].map({c: i for i, c in enumerate(cats[v])}).value_counts().reindex(range(len(cats[v])),
+                                                                                       fill_value=0).to_numpy()
+              for v in ("NOC", "NPF")]
+    joint = pc.compression_of(["NOC", "NPF"], counts, [20.0, 20.0], masks, 3.0, jointly=True)
+    assert joint.groups["NOC"][-1] == [7, 8, 9] and joint.jointly() == {"NOC", "NPF"}  # NOC 6, 7 and 9
+    monkeypatch.setattr(pc, "JOINT_CELLS", pc.joint_cells(joint, ("NOC", "NPF"), ("NOC", "NPF")) - 1)
+    kept = pc.compression_of(["NOC", "NPF"], counts, [20.0, 20.0], masks, 3.0, jointly=True)
+    assert kept.joint == () and not kept.merged("NOC")  # every NOC value a kind of its own
+    assert kept.groups == pc.compression_of(["NOC", "NPF"], counts, [20.0, 20.0], masks, 3.0).groups
