@@ -164,6 +164,11 @@ class Compression:
                 out = np.stack([np.take(out, g, axis=k).any(axis=k) for g in self.groups[a]], axis=k)
         return out
 
+    def widest(self, across: Sequence[str]) -> int:
+        """The most member combinations a record drawn into the groups of ``across`` may take: the largest
+        group of each, multiplied."""
+        return math.prod(max(len(g) for g in self.groups[a]) for a in across)
+
     def jointly(self) -> set[str]:
         """The variables expanded jointly with their rules' other variables (merged across signatures)."""
         return {v for _, _, vs in self.joint for v in vs}
@@ -245,9 +250,9 @@ def compression_of(names: Sequence[str], first: Sequence[Any], sds: Sequence[flo
         if joint_cells(comp, cl, across) <= JOINT_CELLS:
             joint.append((cl, np.asarray(mask, dtype=bool), across))
             continue
-        for a, t, sd in zip(names, first, sds):  # too large to expand jointly: merged within signatures only
+        for a, sd in zip(names, sds):  # too large to expand jointly: merged within signatures only
             if a in across:
-                groups[a] = compress_groups(np.asarray(t).ravel(), sd, threshold, signatures(a, len(counts[a]), masks))
+                groups[a] = compress_groups(counts[a], sd, threshold, signatures(a, len(counts[a]), masks))
     return Compression(groups, counts, tuple(joint))
 
 
@@ -268,4 +273,4 @@ def joint_cells(comp: Compression, cl: Sequence[str], across: Sequence[str]) -> 
     8
     """
     keys = math.prod(comp.size(a) if a in across else comp.full(a) for a in cl)
-    return keys * math.prod(max(len(g) for g in comp.groups[a]) for a in across)
+    return keys * comp.widest(across)

@@ -920,7 +920,7 @@ def _expand_jointly(comp: Any, cl: tuple[str, ...], mask: np.ndarray, across: tu
     cols = [names.index(a) for a in cl]
     keyed = cell_index([out[:, c] for c in cols], [comp.size(a) if a in across else comp.full(a) for a in cl])
     keys, first, group = np.unique(keyed, return_index=True, return_inverse=True)
-    width = math.prod(max(len(g) for g in comp.groups[a]) for a in across)
+    width = comp.widest(across)
     weights = np.zeros((len(keys), width))
     cells = np.zeros((len(keys), width), dtype=np.int64)
     full = tuple(comp.full(a) for a in across)
