@@ -22,6 +22,11 @@ from pramkit._json import OUTPUT_FORMATS
 from pramkit.cli import build_parser, main
 from pramkit.kernel.rng import SecretKey
 
+#: The module's tests run in one test process (``--dist loadgroup``): its fixture makes
+#: every command's output on the census (about 4 s) and, with the tests spread over two processes, was made once in each.
+pytestmark = pytest.mark.xdist_group("test_json_schemas")
+
+
 jsonschema = pytest.importorskip("jsonschema")
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"

@@ -32,6 +32,11 @@ pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit
 from pramkit.audit import audit
 from pramkit.kernel.rng import SecretKey
 
+#: The module's tests run in one test process (``--dist loadgroup``): its fixture makes
+#: three releases by the command line (about 12 s) and, with the tests spread over two processes, was made once in each.
+pytestmark = pytest.mark.xdist_group("test_synthesize_neighbours")
+
+
 KEY = bytes(range(32))
 ROWS = 2_000
 VARS = ["urbrur", "roof", "walls", "sex"]

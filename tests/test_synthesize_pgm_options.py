@@ -25,6 +25,11 @@ pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit
 
 from pramkit.audit import audit
 
+#: The module's tests run in one test process (``--dist loadgroup``): its fixture makes
+#: three releases by the command line (about 14 s) and, with the tests spread over two processes, was made once in each.
+pytestmark = pytest.mark.xdist_group("test_synthesize_pgm_options")
+
+
 KEY = bytes(range(32))
 ROWS = 2_000
 VARS = ["urbrur", "roof", "walls", "sex"]

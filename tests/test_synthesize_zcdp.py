@@ -30,6 +30,11 @@ pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit
 
 from pramkit.audit import audit
 
+#: The module's tests run in one test process (``--dist loadgroup``): its fixture makes
+#: two releases by the command line (about 9 s) and, with the tests spread over two processes, was made once in each.
+pytestmark = pytest.mark.xdist_group("test_synthesize_zcdp")
+
+
 KEY = bytes(range(32))
 ROWS = 2_000
 VARS = ["urbrur", "roof", "walls", "sex"]
