@@ -84,6 +84,17 @@ def sdnist_tv(original: pd.DataFrame, released: pd.DataFrame, columns: list[str]
 NIST_GROUP = pytest.mark.xdist_group("test_synthesize.nist_release")
 
 
+
+@NIST_GROUP
+def test_the_tests_of_a_group_run_in_one_process(request: pytest.FixtureRequest) -> None:
+    """Under ``--dist loadgroup`` a grouped test carries its group in its node id, by which pytest-xdist schedules
+    it.  pytest 9.2 no longer lets pytest-xdist 3.8 rewrite node ids: each group was then spread over both
+    processes without a word, and every group's fixture made twice (the extra ``test`` pins pytest below 9.2)."""
+    if getattr(request.config, "workerinput", None) is None or not request.config.getvalue("loadgroup"):
+        pytest.skip("the tests do not run in processes under --dist loadgroup")
+    assert request.node.nodeid.endswith("@test_synthesize.nist_release"), (
+        f"pytest-xdist did not group {request.node.nodeid} under pytest {pytest.__version__}")
+
 @pytest.fixture(scope="module")
 def nist_release() -> tuple[pd.DataFrame, pramkit.SynthesisResult]:
     frame, cats = nist()
