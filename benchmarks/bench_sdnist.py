@@ -21,6 +21,8 @@ Usage::
 
     python benchmarks/bench_sdnist.py [--configs raw,dp-10,...] [--list] [--out DIR] [--plot FILE]
         [--data FILE] [--features A,B,...] [--public A,B] [--target NATIONAL|MA|TX] [--seed 1]
+    python benchmarks/bench_sdnist.py --peers [--feature-set SET] [--epsilons 1,2,10] [--peer-tools mst,aim]
+        [--models pgm-zcdp,...] [--peer-minutes 60] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +188,7 @@ class Setup:
     key: the secret key of every perturbation; seed: the seed of the DP counts' noise
     ranges: the codes of a numeric variable the dictionary gives by its range (AGEP: 0 to 99), for the
         configurations that protect it (the others keep their categories as before)
+    peer_seconds: how long a peer's release may run before it is stopped (:class:`Unfinished`)
     """
 
     source: Path
@@ -197,6 +200,7 @@ class Setup:
     seed: int
     workdir: Path
     ranges: dict[str, list[str]] = field(default_factory=dict)
+    peer_seconds: float | None = None  # a peer's release stopped after this long (``--peer-minutes``); None: never
 
     @property
     def perturbed(self) -> list[str]:
@@ -270,6 +274,14 @@ def configuration(name: str, summary: str) -> Callable[[Callable[[Setup], Releas
 
 class Skip(Exception):
     """The configuration does not apply to these features (the message says why)."""
+
+
+class Unfinished(Exception):
+    """A peer's release was stopped at its time limit (``--peer-minutes``): its row says so, with no score."""
+
+    def __init__(self, seconds: float, central: str) -> None:
+        super().__init__(f"not finished in {seconds / 60:g} min")
+        self.seconds, self.central = seconds, central
 
 
 # --------------------------------------------------------------------------------------------
@@ -757,6 +769,9 @@ PEER_DELTA = MST_DELTA = 1e-5
 PEERS = {"mst": "MST", "aim": "AIM"}
 #: The central epsilons of the side-by-side comparison (``--peers``).
 PEER_EPSILONS = (1, 2, 10)
+#: A peer's release still running after this many minutes is stopped (``--peer-minutes``): AIM at epsilon 10
+#: had not finished after 80 minutes, and the table is printed only when every row has ended.
+PEER_MINUTES = 60
 
 
 def dpmm_python() -> str | None:
@@ -773,12 +788,16 @@ def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
     codes_file = setup.path(f"{peer}-codes.json")
     codes_file.write_text(json.dumps(codes), encoding="utf-8")
     path = setup.path(f"{peer}.csv")
-    proc = subprocess.run([python, "-c", PEER_SCRIPT, peer, str(setup.source), str(codes_file), str(path),
-                           str(epsilon), str(PEER_DELTA), str(setup.seed)], capture_output=True, text=True)
+    central = f"{epsilon:g} (delta {PEER_DELTA:g}; dpmm {PEERS[peer]})"
+    try:  # stopped (killed) at the time limit, when there is one
+        proc = subprocess.run([python, "-c", PEER_SCRIPT, peer, str(setup.source), str(codes_file), str(path),
+                               str(epsilon), str(PEER_DELTA), str(setup.seed)], capture_output=True, text=True,
+                              timeout=setup.peer_seconds)
+    except subprocess.TimeoutExpired:
+        raise Unfinished(float(setup.peer_seconds or 0), central) from None
     if proc.returncode != 0:
         raise RuntimeError(f"dpmm's {PEERS[peer]} failed: {proc.stderr.strip().splitlines()[-1:]}")
-    return Release(path, [], na_values=(), central=f"{epsilon:g} (delta {PEER_DELTA:g}; dpmm {PEERS[peer]})",
-                   note=f"every feature synthesized by dpmm's {PEERS[peer]}")
+    return Release(path, [], na_values=(), central=central, note=f"every feature synthesized by dpmm's {PEERS[peer]}")
 
 
 def _mst(setup: Setup, epsilon: float) -> Release:
@@ -1034,6 +1053,7 @@ class Row:
     epsilon: float | None = None  # the finite local epsilon (given the structure, if any), for the plot
     note: str = ""
     digest: str = ""  # SHA-256 of the scored file: two runs that print the same digest scored the same file
+    unfinished: bool = False  # a peer stopped at its time limit (release_seconds): nothing released, nothing scored
 
 
 def keep(out: Path, name: str, setup: Setup, release: Release) -> Path:
@@ -1084,8 +1104,7 @@ def run_config(name: str, setup: Setup, *, python: str | None, data_root: Path, 
     """Release ``name``, keep it, and score it with SDNist (``python``; None: not scored)."""
     workdir = setup.workdir / name
     workdir.mkdir(parents=True, exist_ok=True)
-    step = Setup(setup.source, setup.frame, setup.features, setup.public, setup.categories, setup.key,
-                 setup.seed, workdir, setup.ranges)
+    step = replace(setup, workdir=workdir)
     t0 = time.perf_counter()
     release = CONFIGS[name].build(step)
     release_seconds = time.perf_counter() - t0
@@ -1173,7 +1192,7 @@ def provenance(rows: Sequence[Row]) -> str:
     import pramkit
 
     libraries = ", ".join(f"{m.__name__} {m.__version__}" for m in (pramkit, numpy, scipy, pandas, pyarrow))
-    files = ", ".join(f"{r.name} {r.digest[:16]}" for r in rows)
+    files = ", ".join(f"{r.name} {r.digest[:16]}" for r in rows if not r.unfinished)  # nothing scored
     return f"libraries: {libraries}\nscored files (SHA-256, first 16 hex digits): {files}"
 
 
@@ -1320,20 +1339,24 @@ def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
     """The side-by-side table: per feature set and release, the guarantee, what is released exactly and the scores.
 
     >>> s = Scores(960, 0.0, 100, 1000, 2000, 3, subsample=20)
-    >>> print(peers_table([("family", Row("mst-1", "-", "1 (delta 1e-05; dpmm MST)", s, None, 2.0, 18.0))]))
+    >>> stopped = Row("aim-10", "-", "10 (delta 1e-05; dpmm AIM)", None, None, 3600.0, 0.0, unfinished=True)
+    >>> print(peers_table([("family", Row("mst-1", "-", "1 (delta 1e-05; dpmm MST)", s, None, 2.0, 18.0)),
+    ...                    ("family", stopped)]))
     ... # doctest: +NORMALIZE_WHITESPACE
     | features | release | central epsilon | released exactly | k-marginal | subsample equivalent | matched % all | inconsistencies | release s |
     |---|---|---|---|---|---|---|---|---|
     | family | mst-1 | 1 (delta 1e-05; dpmm MST) | none | 960 | 20 % | 5.00 | 3 | 2.0 |
+    | family | aim-10 | 10 (delta 1e-05; dpmm AIM) | none | not finished | - | - | - | stopped at 3600 |
     """
     head = ["features", "release", "central epsilon", "released exactly", "k-marginal", "subsample equivalent",
             "matched % all", "inconsistencies", "release s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for features, r in rows:
         s = r.scores
-        cells = [features, r.name, r.central, "none", _fmt(s and s.k_marginal, ".0f"),
+        cells = [features, r.name, r.central, "none", "not finished" if r.unfinished else _fmt(s and s.k_marginal, ".0f"),
                  "-" if s is None or s.subsample is None else f"{s.subsample:g} %", _fmt(s and s.matched_all, ".2f"),
-                 "-" if s is None else str(s.inconsistent), f"{r.release_seconds:.1f}"]
+                 "-" if s is None else str(s.inconsistent),
+                 f"stopped at {r.release_seconds:.0f}" if r.unfinished else f"{r.release_seconds:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -1346,8 +1369,9 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
     for name in sets:
         workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-peers-"))
         try:
-            setup = prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
-                            data_root / "data_dictionary.json")
+            setup = replace(prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
+                                    data_root / "data_dictionary.json"),
+                            peer_seconds=60 * args.peer_minutes if args.peer_minutes else None)
             for config in peer_configs(args.epsilons, peers=not args.no_peer_runs, tools=args.peer_tools,
                                        models=args.models):
                 on_demand(config)
@@ -1356,6 +1380,10 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
                                      out=None if args.out is None else args.out / name, estimator=args.estimator)
                 except Skip as why:
                     print(f"{name} {config}: skipped ({why})", file=sys.stderr)
+                    continue
+                except Unfinished as why:
+                    print(f"{name} {config}: stopped, {why} (--peer-minutes)", file=sys.stderr, flush=True)
+                    rows.append((name, Row(config, "-", why.central, None, None, why.seconds, 0.0, unfinished=True)))
                     continue
                 rows.append((name, row))
                 s = row.scores
@@ -1381,6 +1409,19 @@ def positive_epsilons(text: str) -> list[float] | None:
     except ValueError:
         return None
     return values if values and all(0 < e < math.inf for e in values) else None
+
+
+def peer_minutes(text: str) -> float | None:
+    """``--peer-minutes``: a finite number of minutes, at least 0 (0: no limit), or None.
+
+    >>> peer_minutes("90"), peer_minutes("0"), peer_minutes("2.5"), peer_minutes("-1"), peer_minutes("inf")
+    (90.0, 0.0, 2.5, None, None)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 <= value < math.inf else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1413,6 +1454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="with --peers: the peers to run (default %(default)s)")
     ap.add_argument("--models", default=",".join(PRAMKIT_ROWS),
                     help="with --peers: pramkit's rows to run (default %(default)s)")
+    ap.add_argument("--peer-minutes", default=str(PEER_MINUTES),
+                    help="with --peers: a peer's release still running after this many minutes is stopped, and its "
+                         "row says so (default %(default)s; 0: never stopped)")
     args = ap.parse_args(argv)
     for flag, allowed in (("peer_tools", tuple(PEERS)), ("models", PRAMKIT_MODELS)):
         chosen = name_list(getattr(args, flag), allowed)
@@ -1421,6 +1465,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{getattr(args, flag)!r}", file=sys.stderr)
             return 2
         setattr(args, flag, chosen)
+    args.peer_minutes = peer_minutes(args.peer_minutes)
+    if args.peer_minutes is None:
+        print(f"--peer-minutes takes a number of minutes, at least 0 (default {PEER_MINUTES}; 0: never stopped)",
+              file=sys.stderr)
+        return 2
     args.epsilons = positive_epsilons(args.epsilons)
     if args.epsilons is None:
         print(f"--epsilons takes positive numbers (default {', '.join(map(str, PEER_EPSILONS))})", file=sys.stderr)

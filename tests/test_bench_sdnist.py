@@ -82,6 +82,9 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     (["--peers", "--models", "pgm-zcdp,mst"], "--models takes names among synth-all, pgm-all, pgm-zcdp"),
     (["--peers", "--peer-tools", "aim,sdv"], "--peer-tools takes names among mst, aim"),
     (["--peers", "--peer-tools", ""], "--peer-tools takes names among mst, aim"),
+    (["--peers", "--peer-minutes", "-1"], "--peer-minutes takes a number of minutes, at least 0"),
+    (["--peers", "--peer-minutes", "an hour"], "--peer-minutes takes a number of minutes, at least 0"),
+    (["--peers", "--peer-minutes", "nan"], "--peer-minutes takes a number of minutes, at least 0"),
 ])
 def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
     assert bench.main(args) == 2
@@ -323,3 +326,67 @@ def test_a_feature_set_gives_the_features_outside_the_peers_run(tmp_path: Path, 
     with pytest.raises(ZeroDivisionError):
         bench.main(["--no-score", "--configs", "raw", "--feature-set", "family", "--data", str(excerpt)])
     assert seen == [list(bench.FEATURE_SETS["family"])]
+
+
+def _slow_peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An interpreter for the peers that does not finish in time (it sleeps 20 s, whatever it is asked), and the
+    file where each of its runs writes its process id."""
+    pids = tmp_path / "pids"
+    slow = tmp_path / "slow-python"
+    slow.write_text(f"#!/bin/sh\necho $$ >> {pids}\nexec sleep 20\n", encoding="utf-8")
+    slow.chmod(0o755)
+    monkeypatch.setattr(bench, "dpmm_python", lambda: str(slow))
+    return pids
+
+
+def _running(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    """``--peers`` with a peer still running at ``--peer-minutes``: the peer is stopped (it never writes after),
+    the run goes on to the next row, and the table has the stopped row ("not finished", "stopped at" the
+    limit) beside the finished ones, with no score and no digest (NIST's records; SDNist not run)."""
+    import argparse
+    import time
+
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    pids = _slow_peer(tmp_path, monkeypatch)
+    args = argparse.Namespace(feature_set="demographic", data=excerpt, seed=1, epsilons=[1.0, 2.0], no_peer_runs=False,
+                              peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
+                              estimator="mle", plot=None, peer_minutes=1 / 60)
+    t0 = time.monotonic()
+    assert bench.run_peers(args, None, NIST) == 0
+    assert time.monotonic() - t0 < 15  # both peers stopped at one second, long before their 20 s sleep ends
+    out, err = capsys.readouterr()
+    rows = {line.split(" | ")[1]: line.split(" | ") for line in out.splitlines() if line.startswith("| demographic ")}
+    assert set(rows) == {"dp-shuffle-1", "aim-1", "dp-shuffle-2", "aim-2"}, out
+    for eps in (1, 2):
+        stopped = rows[f"aim-{eps}"]
+        assert stopped[2] == f"{eps} (delta 1e-05; dpmm AIM)" and stopped[4] == "not finished", stopped
+        assert stopped[5:8] == ["-", "-", "-"] and stopped[8].strip(" |") == "stopped at 1", stopped
+        assert f"demographic aim-{eps}: stopped, not finished in " in err
+    assert rows["dp-shuffle-1"][4] == "-" and rows["dp-shuffle-1"][8].strip(" |").replace(".", "").isdigit()
+    assert "aim-" not in out.split("scored files")[1]  # a stopped peer scored nothing
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert len(started) == 2 and not any(_running(pid) for pid in started)  # each killed, not left behind
+
+
+def test_without_a_time_limit_a_peer_runs_to_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--peer-minutes 0``: no limit, the peer's own end (here: its failure, for it writes no file) is reported."""
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    quick = tmp_path / "quick-python"
+    quick.write_text("#!/bin/sh\necho 'dpmm: no file' >&2\nexit 1\n", encoding="utf-8")
+    quick.chmod(0o755)
+    monkeypatch.setattr(bench, "dpmm_python", lambda: str(quick))
+    setup = bench.replace(bench.prepare(excerpt, list(bench.FEATURE_SETS["demographic"]), [], 1, tmp_path, None),
+                          peer_seconds=None)
+    with pytest.raises(RuntimeError, match=r"dpmm's AIM failed: .*dpmm: no file"):
+        bench.CONFIGS["aim-1"].build(setup)
