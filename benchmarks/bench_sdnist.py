@@ -1353,7 +1353,8 @@ def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for features, r in rows:
         s = r.scores
-        cells = [features, r.name, r.central, "none", "not finished" if r.unfinished else _fmt(s and s.k_marginal, ".0f"),
+        k_marginal = "not finished" if r.unfinished else _fmt(s and s.k_marginal, ".0f")
+        cells = [features, r.name, r.central, "none", k_marginal,
                  "-" if s is None or s.subsample is None else f"{s.subsample:g} %", _fmt(s and s.matched_all, ".2f"),
                  "-" if s is None else str(s.inconsistent),
                  f"stopped at {r.release_seconds:.0f}" if r.unfinished else f"{r.release_seconds:.1f}"]

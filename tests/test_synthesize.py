@@ -84,7 +84,6 @@ def sdnist_tv(original: pd.DataFrame, released: pd.DataFrame, columns: list[str]
 NIST_GROUP = pytest.mark.xdist_group("test_synthesize.nist_release")
 
 
-
 @NIST_GROUP
 def test_the_tests_of_a_group_run_in_one_process(request: pytest.FixtureRequest) -> None:
     """Under ``--dist loadgroup`` a grouped test carries its group in its node id, by which pytest-xdist schedules
@@ -94,6 +93,7 @@ def test_the_tests_of_a_group_run_in_one_process(request: pytest.FixtureRequest)
         pytest.skip("the tests do not run in processes under --dist loadgroup")
     assert request.node.nodeid.endswith("@test_synthesize.nist_release"), (
         f"pytest-xdist did not group {request.node.nodeid} under pytest {pytest.__version__}")
+
 
 @pytest.fixture(scope="module")
 def nist_release() -> tuple[pd.DataFrame, pramkit.SynthesisResult]:
