@@ -22,7 +22,7 @@ Usage::
     python benchmarks/bench_sdnist.py [--configs raw,dp-10,...] [--list] [--out DIR] [--plot FILE]
         [--data FILE] [--features A,B,...] [--public A,B] [--target NATIONAL|MA|TX] [--seed 1]
     python benchmarks/bench_sdnist.py --peers [--feature-set SET] [--epsilons 1,2,10] [--peer-tools mst,aim]
-        [--models pgm-zcdp,...] [--peer-minutes 60] [--plot FILE]
+        [--models pgm-zcdp,...] [--peer-minutes 60] [--rounds-per-variable R] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -189,6 +189,8 @@ class Setup:
     ranges: the codes of a numeric variable the dictionary gives by its range (AGEP: 0 to 99), for the
         configurations that protect it (the others keep their categories as before)
     peer_seconds: how long a peer's release may run before it is stopped (:class:`Unfinished`)
+    rounds_per_variable: the model pgm's nominal rounds over the number of variables (``--rounds-per-variable``;
+        None: the command's default)
     """
 
     source: Path
@@ -201,6 +203,7 @@ class Setup:
     workdir: Path
     ranges: dict[str, list[str]] = field(default_factory=dict)
     peer_seconds: float | None = None  # a peer's release stopped after this long (``--peer-minutes``); None: never
+    rounds_per_variable: int | None = None  # the model pgm's ``--rounds`` over the variables; None: the default
 
     @property
     def perturbed(self) -> list[str]:
@@ -687,7 +690,8 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
     """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
     ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
     feature's codes its declared range; ``rounds_per_variable``: the model pgm's ``--rounds`` over the number
-    of variables; ``delta``: the model pgm's ``--delta`` (an (epsilon, delta) guarantee accounted in zCDP)."""
+    of variables (None: the setup's, ``--rounds-per-variable``); ``delta``: the model pgm's ``--delta`` (an
+    (epsilon, delta) guarantee accounted in zCDP)."""
     import pramkit
 
     variables = list(setup.features) if every else setup.perturbed
@@ -696,6 +700,8 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
     categories = {**setup.codebook(variables), **({v: r for v, r in setup.ranges.items() if v in variables}
                                                   if every else {})}
     path = setup.path("synthesized.csv")
+    if model == "pgm" and rounds_per_variable is None:
+        rounds_per_variable = setup.rounds_per_variable
     res = pramkit.synthesize_release(setup.source, path, variables=variables, public=public,
                                      epsilon=epsilon, key=setup.key, categories=categories,
                                      forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
@@ -772,6 +778,8 @@ PEER_EPSILONS = (1, 2, 10)
 #: A peer's release still running after this many minutes is stopped (``--peer-minutes``): AIM at epsilon 10
 #: had not finished after 80 minutes, and the table is printed only when every row has ended.
 PEER_MINUTES = 60
+#: The most ``--rounds-per-variable``: the command's most rounds (10 000) over the largest feature set's 11.
+MOST_ROUNDS_PER_VARIABLE = 900
 
 
 def dpmm_python() -> str | None:
@@ -891,6 +899,7 @@ def stated(release: Release) -> tuple[str, str]:
     if release.synthesis is not None:
         res = release.synthesis
         chosen = f", {len(res.selections)} chosen" if getattr(res, "selections", None) else ""
+        chosen += rounds_note(res.manifest)
         relation = ", add-remove" if getattr(res, "neighbours", "replace-one") == "add-remove" else ""
         delta = res.manifest.get("ledger", {}).get("delta")
         kind = "pure" if delta is None else f"delta {delta:g}, zCDP"
@@ -1372,7 +1381,8 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
         try:
             setup = replace(prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
                                     data_root / "data_dictionary.json"),
-                            peer_seconds=60 * args.peer_minutes if args.peer_minutes else None)
+                            peer_seconds=60 * args.peer_minutes if args.peer_minutes else None,
+                            rounds_per_variable=args.rounds_per_variable)
             for config in peer_configs(args.epsilons, peers=not args.no_peer_runs, tools=args.peer_tools,
                                        models=args.models):
                 on_demand(config)
@@ -1410,6 +1420,38 @@ def positive_epsilons(text: str) -> list[float] | None:
     except ValueError:
         return None
     return values if values and all(0 < e < math.inf for e in values) else None
+
+
+def rounds_note(manifest: Mapping[str, Any]) -> str:
+    """``", T rounds"`` when a release of the model pgm ran other nominal rounds than its default (4 per variable),
+    else ``""``.
+
+    >>> rounds_note({"variables": {"a": {}, "b": {}}, "procedure": {"rounds": 32}})
+    ', 32 rounds'
+    >>> rounds_note({"variables": {"a": {}, "b": {}}, "procedure": {"rounds": 8}}), rounds_note({})
+    ('', '')
+    """
+    from pramkit.synthesize_pgm import ROUNDS_PER_VARIABLE
+
+    rounds = (manifest.get("procedure") or {}).get("rounds")
+    default = ROUNDS_PER_VARIABLE * len(manifest.get("variables") or {})
+    return "" if rounds is None or rounds == default else f", {rounds} rounds"
+
+
+def rounds_per_variable(text: str | None) -> int | None | str:
+    """``--rounds-per-variable``: None when not given, a whole number from 1 to :data:`MOST_ROUNDS_PER_VARIABLE`,
+    or ``"bad"``.
+
+    >>> rounds_per_variable(None), rounds_per_variable("16"), rounds_per_variable("0"), rounds_per_variable("2.5")
+    (None, 16, 'bad', 'bad')
+    """
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return "bad"
+    return value if 1 <= value <= MOST_ROUNDS_PER_VARIABLE else "bad"
 
 
 def peer_minutes(text: str) -> float | None:
@@ -1458,6 +1500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--peer-minutes", default=str(PEER_MINUTES),
                     help="with --peers: a peer's release still running after this many minutes is stopped, and its "
                          "row says so (default %(default)s; 0: never stopped)")
+    ap.add_argument("--rounds-per-variable", default=None, metavar="R",
+                    help="the model pgm's rows (pgm-zcdp, pgm-all) run `--rounds` R times their number of features "
+                         f"(default the command's: 4 per variable; 1 to {MOST_ROUNDS_PER_VARIABLE})")
     args = ap.parse_args(argv)
     for flag, allowed in (("peer_tools", tuple(PEERS)), ("models", PRAMKIT_MODELS)):
         chosen = name_list(getattr(args, flag), allowed)
@@ -1470,6 +1515,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.peer_minutes is None:
         print(f"--peer-minutes takes a number of minutes, at least 0 (default {PEER_MINUTES}; 0: never stopped)",
               file=sys.stderr)
+        return 2
+    args.rounds_per_variable = rounds_per_variable(args.rounds_per_variable)
+    if args.rounds_per_variable == "bad":
+        print(f"--rounds-per-variable takes a whole number from 1 to {MOST_ROUNDS_PER_VARIABLE} (the model pgm's "
+              "rounds over its variables)", file=sys.stderr)
         return 2
     args.epsilons = positive_epsilons(args.epsilons)
     if args.epsilons is None:
@@ -1501,7 +1551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_peers(args, python, data_root)
     workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-"))
     try:
-        setup = prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json")
+        setup = replace(prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json"),
+                        rounds_per_variable=args.rounds_per_variable)
         rows: list[Row] = []
         for name in names:
             try:

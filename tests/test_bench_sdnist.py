@@ -85,6 +85,10 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     (["--peers", "--peer-minutes", "-1"], "--peer-minutes takes a number of minutes, at least 0"),
     (["--peers", "--peer-minutes", "an hour"], "--peer-minutes takes a number of minutes, at least 0"),
     (["--peers", "--peer-minutes", "nan"], "--peer-minutes takes a number of minutes, at least 0"),
+    (["--peers", "--rounds-per-variable", "0"], "--rounds-per-variable takes a whole number from 1 to 900"),
+    (["--rounds-per-variable", "901"], "--rounds-per-variable takes a whole number from 1 to 900"),
+    (["--rounds-per-variable", "2.5"], "--rounds-per-variable takes a whole number from 1 to 900"),
+    (["--rounds-per-variable", "sixteen"], "--rounds-per-variable takes a whole number from 1 to 900"),
 ])
 def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
     assert bench.main(args) == 2
@@ -361,10 +365,10 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
     pids = _slow_peer(tmp_path, monkeypatch)
     args = argparse.Namespace(feature_set="demographic", data=excerpt, seed=1, epsilons=[1.0, 2.0], no_peer_runs=False,
                               peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
-                              estimator="mle", plot=None, peer_minutes=1 / 60)
+                              estimator="mle", plot=None, peer_minutes=1 / 60, rounds_per_variable=None)
     t0 = time.monotonic()
     assert bench.run_peers(args, None, NIST) == 0
-    assert time.monotonic() - t0 < 15  # both peers stopped at one second, long before their 20 s sleep ends
+    assert time.monotonic() - t0 < 2 * 20  # unstopped, the two peers' sleeps alone would take 40 s
     out, err = capsys.readouterr()
     rows = {line.split(" | ")[1]: line.split(" | ") for line in out.splitlines() if line.startswith("| demographic ")}
     assert set(rows) == {"dp-shuffle-1", "aim-1", "dp-shuffle-2", "aim-2"}, out
@@ -390,3 +394,38 @@ def test_without_a_time_limit_a_peer_runs_to_its_end(tmp_path: Path, monkeypatch
                           peer_seconds=None)
     with pytest.raises(RuntimeError, match=r"dpmm's AIM failed: .*dpmm: no file"):
         bench.CONFIGS["aim-1"].build(setup)
+
+
+@pytest.mark.parametrize("argv, config, rounds", [
+    (["--rounds-per-variable", "16"], "pgm-zcdp-1", 16 * 10),
+    ([], "pgm-zcdp-1", None),
+    (["--rounds-per-variable", "8"], "pgm-all-1", 8 * 10),
+    (["--rounds-per-variable", "8"], "pgm-tuned-1", 16 * 10),  # the configuration's own rounds
+    (["--rounds-per-variable", "8"], "synth-all-1", None),  # the model margins has no rounds
+])
+def test_the_rounds_per_variable_reach_the_model_pgm_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          argv: list[str], config: str, rounds: int | None) -> None:
+    """``--rounds-per-variable R``: each release of the model pgm is asked for ``--rounds`` R times its ten
+    demographic features, one with rounds of its own keeps them, the model margins is asked for none
+    (``synthesize_release`` stood in for, NIST's records, SDNist not run)."""
+    import pramkit
+
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    asked: list[dict[str, object]] = []
+
+    def stand_in(*args: object, **kwargs: object) -> None:
+        asked.append(kwargs)
+        raise ZeroDivisionError
+
+    monkeypatch.setattr(pramkit, "synthesize_release", stand_in)
+    with pytest.raises(ZeroDivisionError):
+        bench.main(["--no-score", "--configs", config, "--feature-set", "demographic", "--public", "",
+                    "--data", str(excerpt), *argv])
+    assert len(asked) == 1 and asked[0].get("rounds") == rounds, asked
+
+
+def test_a_release_of_other_rounds_says_so_in_its_row() -> None:
+    """The row of a release of the model pgm names its rounds when they are not the default's 4 per variable."""
+    names = {v: {} for v in bench.FEATURE_SETS["family"]}
+    assert bench.rounds_note({"variables": names, "procedure": {"rounds": 176}}) == ", 176 rounds"
+    assert bench.rounds_note({"variables": names, "procedure": {"rounds": 44}}) == ""
