@@ -1431,27 +1431,23 @@ def rounds_note(manifest: Mapping[str, Any]) -> str:
     >>> rounds_note({"variables": {"a": {}, "b": {}}, "procedure": {"rounds": 8}}), rounds_note({})
     ('', '')
     """
-    from pramkit.synthesize_pgm import ROUNDS_PER_VARIABLE
+    from pramkit.synthesize_pgm import default_rounds
 
     rounds = (manifest.get("procedure") or {}).get("rounds")
-    default = ROUNDS_PER_VARIABLE * len(manifest.get("variables") or {})
-    return "" if rounds is None or rounds == default else f", {rounds} rounds"
+    return "" if rounds in (None, default_rounds(len(manifest.get("variables") or {}))) else f", {rounds} rounds"
 
 
-def rounds_per_variable(text: str | None) -> int | None | str:
-    """``--rounds-per-variable``: None when not given, a whole number from 1 to :data:`MOST_ROUNDS_PER_VARIABLE`,
-    or ``"bad"``.
+def rounds_per_variable(text: str) -> int | None:
+    """``--rounds-per-variable``: a whole number from 1 to :data:`MOST_ROUNDS_PER_VARIABLE`, or None.
 
-    >>> rounds_per_variable(None), rounds_per_variable("16"), rounds_per_variable("0"), rounds_per_variable("2.5")
-    (None, 16, 'bad', 'bad')
+    >>> rounds_per_variable("16"), rounds_per_variable("0"), rounds_per_variable("2.5"), rounds_per_variable("901")
+    (16, None, None, None)
     """
-    if text is None:
-        return None
     try:
         value = int(text)
     except ValueError:
-        return "bad"
-    return value if 1 <= value <= MOST_ROUNDS_PER_VARIABLE else "bad"
+        return None
+    return value if 1 <= value <= MOST_ROUNDS_PER_VARIABLE else None
 
 
 def peer_minutes(text: str) -> float | None:
@@ -1516,8 +1512,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"--peer-minutes takes a number of minutes, at least 0 (default {PEER_MINUTES}; 0: never stopped)",
               file=sys.stderr)
         return 2
-    args.rounds_per_variable = rounds_per_variable(args.rounds_per_variable)
-    if args.rounds_per_variable == "bad":
+    given = args.rounds_per_variable
+    args.rounds_per_variable = None if given is None else rounds_per_variable(given)
+    if given is not None and args.rounds_per_variable is None:
         print(f"--rounds-per-variable takes a whole number from 1 to {MOST_ROUNDS_PER_VARIABLE} (the model pgm's "
               "rounds over its variables)", file=sys.stderr)
         return 2

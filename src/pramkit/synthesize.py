@@ -610,12 +610,12 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     2.  ``rounds``: the nominal rounds (``None``: the default, which the draws' key does not name).  Under zCDP
     (``delta``), also the accounting's figures for the ledger (:func:`zcdp_figures`; else None).  Last, each
     variable's compressed categories (:mod:`pramkit.pgm_compression`: ``None`` for one not compressed)."""
-    from pramkit.synthesize_pgm import ROUNDS_PER_VARIABLE, fit_and_draw
+    from pramkit.synthesize_pgm import default_rounds, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
     if holes:
         raise missing_values(holes[0])
-    if rounds == ROUNDS_PER_VARIABLE * len(variables):
+    if rounds == default_rounds(len(variables)):
         rounds = None  # the default asked for by its number: the same release
     settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count,
                            *([neighbours] if neighbours != "replace-one" else []),

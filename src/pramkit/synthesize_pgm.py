@@ -219,6 +219,17 @@ def check_pgm_settings(model: Any, max_cells: Any) -> str:
     return str(model)
 
 
+def default_rounds(variables: int) -> int:
+    """The nominal rounds ``T`` of a release that asks for none: :data:`ROUNDS_PER_VARIABLE` per variable.
+
+    Examples
+    --------
+    >>> default_rounds(11)
+    44
+    """
+    return ROUNDS_PER_VARIABLE * int(variables)
+
+
 def check_rounds(rounds: Any, variables: int, model: Any = "pgm") -> int | None:
     """Check the nominal number of rounds ``T`` before any data is read: ``None`` (the default,
     :data:`ROUNDS_PER_VARIABLE` per variable) or an integer from the number of synthesized variables to
@@ -849,7 +860,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     del codes  # the records are read through data alone (and freed with it, before the draws)  # add-or-remove: the total is estimated
     rounds = check_rounds(rounds, len(names))
     if rounds is None:
-        rounds = ROUNDS_PER_VARIABLE * len(names)
+        rounds = default_rounds(len(names))
     accounting = Accounting("pure" if delta is None else "zcdp", TABLE_SENSITIVITY[neighbours])
     from pramkit.privacy.zcdp import rho_for
 
