@@ -169,7 +169,7 @@ def score(released: Path, *, python: str, data_root: Path, target: str, workdir:
     reports = sorted(workdir.glob("reports/*/report.json"))
     if proc.returncode != 0 or not reports:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"SDNist failed on {released}: {' | '.join(tail)}")
+        raise ScoringFailed(f"SDNist failed on {released}: {' | '.join(tail)}")
     return parse_report(json.loads(reports[-1].read_text(encoding="utf-8")))
 
 
@@ -279,6 +279,14 @@ class Skip(Exception):
     """The configuration does not apply to these features (the message says why)."""
 
 
+class ScoringFailed(RuntimeError):
+    """SDNist could not score a release (the message names the file and ends with SDNist's last lines)."""
+
+
+#: The largest epsilon a configuration may name (pramkit's own bound: beyond it a noisy count is the count).
+MAX_EPSILON = 700.0
+
+
 class Unfinished(Exception):
     """A peer's release was stopped at its time limit (``--peer-minutes``): its row says so, with no score."""
 
@@ -368,6 +376,35 @@ def family_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, str]]
     if {"INDP", "INDP_CAT"} <= set(variables):
         rows += [{"INDP": NA, "INDP_CAT": "|".join(codes("INDP_CAT"))},
                  {"INDP": "|".join(codes("INDP")), "INDP_CAT": NA}]
+        rows += sector_rules(codes("INDP"), codes("INDP_CAT"))
+    return rows
+
+
+#: The sectors of the Census industry codes (INDP, the 2017 Census Industry Code List of the 2019 PUMS data
+#: dictionary, whose every label opens with its sector): INDP_CAT's code k is the k-th range, first to last.
+INDUSTRY_SECTORS = ((170, 290), (370, 490), (570, 690), (770, 770), (1070, 3990), (4070, 4590), (4670, 5790),
+                    (6070, 6390), (6470, 6780), (6870, 7190), (7270, 7790), (7860, 7890), (7970, 8290), (8370, 8470),
+                    (8560, 8690), (8770, 9290), (9370, 9590), (9670, 9870), (9920, 9920))
+
+
+def sector_rules(indp: Sequence[str], sectors: Sequence[str]) -> list[dict[str, str]]:
+    """INDP_CAT is INDP's sector (a definition): each sector forbidden beside the industry codes outside it.
+
+    A code in no range of :data:`INDUSTRY_SECTORS` is left free.
+
+    >>> sector_rules(["170", "290", "370", "9999"], ["0", "1"])
+    [{'INDP': '370', 'INDP_CAT': '0'}, {'INDP': '170|290', 'INDP_CAT': '1'}]
+    """
+    def sector(code: str) -> str | None:
+        value = int(code)
+        return next((str(k) for k, (lo, hi) in enumerate(INDUSTRY_SECTORS) if lo <= value <= hi), None)
+
+    of = {c: sector(c) for c in indp}
+    rows = []
+    for k in sectors:
+        outside = [c for c, s in of.items() if s is not None and s != k]
+        if outside:
+            rows.append({"INDP": "|".join(outside), "INDP_CAT": k})
     return rows
 
 
@@ -853,7 +890,7 @@ def on_demand(name: str) -> bool:
             lambda s: _sdcmicro(s, structured=False, pd=pd_))
         return True
     family, eps = match.group(1), float(match.group(2))
-    if not 0 < eps < math.inf:
+    if not 0 < eps <= MAX_EPSILON:
         return False
     if family in PEERS:
         build: Callable[[Setup], Release] = lambda s: _peer(s, family, eps)  # noqa: E731
@@ -1063,6 +1100,7 @@ class Row:
     note: str = ""
     digest: str = ""  # SHA-256 of the scored file: two runs that print the same digest scored the same file
     unfinished: bool = False  # a peer stopped at its time limit (release_seconds): nothing released, nothing scored
+    broken: int | None = None  # records breaking a definition of :func:`definition_rules` (SDNist checks some)
 
 
 def keep(out: Path, name: str, setup: Setup, release: Release) -> Path:
@@ -1137,7 +1175,32 @@ def run_config(name: str, setup: Setup, *, python: str | None, data_root: Path, 
     if release.synthesis is not None:
         eps = release.synthesis.record_epsilon
     digest = hashlib.sha256(scored.read_bytes()).hexdigest()
-    return Row(name, local, central, scores, tv, release_seconds, time.perf_counter() - t1, eps, release.note, digest)
+    import pandas as pd
+
+    broken = rules_broken(pd.read_csv(scored, dtype=str, keep_default_na=False),
+                          definition_rules(step, step.features))
+    return Row(name, local, central, scores, tv, release_seconds, time.perf_counter() - t1, eps, release.note, digest,
+               broken=broken)
+
+
+def rules_broken(frame: Any, rules: Sequence[Mapping[str, str]]) -> int:
+    """The records of ``frame`` that break one of ``rules``: a record breaks a rule (a forbidden combination) when
+    each of its columns holds one of the rule's ``|``-separated codes.
+
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"INDP": ["170", "170", "N"], "INDP_CAT": ["0", "1", "N"]})
+    >>> rules_broken(f, sector_rules(["170"], ["0", "1"]) + [{"INDP": "N", "INDP_CAT": "0|1"}])
+    1
+    """
+    import numpy as np
+
+    broken = np.zeros(len(frame), dtype=bool)
+    for rule in rules:
+        hit = np.ones(len(frame), dtype=bool)
+        for column, codes in rule.items():
+            hit &= frame[column].isin(codes.split("|")).to_numpy()
+        broken |= hit
+    return int(broken.sum())
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -1157,7 +1220,8 @@ def references(features: Sequence[str]) -> tuple[dict[str, Any], ...]:
 def table(rows: Sequence[Row], refs: Sequence[dict[str, Any]] = REFERENCES) -> str:
     """The results as one Markdown table, the published references ``refs`` under them."""
     head = ["configuration", "local epsilon", "central epsilon", "k-marginal", "pMSE", "matched % all",
-            "matched % unique", "inconsistencies", "TV corrected mean / max (tables)", "TV raw mean / max",
+            "matched % unique", "inconsistencies", "rules broken", "TV corrected mean / max (tables)",
+            "TV raw mean / max",
             "release s", "SDNist s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -1168,7 +1232,7 @@ def table(rows: Sequence[Row], refs: Sequence[dict[str, Any]] = REFERENCES) -> s
             inc = f"{s.inconsistent}" + (f" ({detail})" if detail else "")
         cells = [r.name, r.local, r.central,
                  _fmt(s and s.k_marginal, ".0f"), _fmt(s and s.pmse, ".5f"),
-                 _fmt(s and s.matched_all, ".2f"), _fmt(s and s.matched_unique, ".2f"), inc,
+                 _fmt(s and s.matched_all, ".2f"), _fmt(s and s.matched_unique, ".2f"), inc, _fmt(r.broken, "d"),
                  "-" if tv is None else f"{_fmt(tv.corrected_mean, '.3f')} / {_fmt(tv.corrected_max, '.3f')} "
                                         f"({tv.corrected} of {tv.pairs})",
                  "-" if tv is None else f"{tv.raw_mean:.3f} / {tv.raw_max:.3f}",
@@ -1177,7 +1241,7 @@ def table(rows: Sequence[Row], refs: Sequence[dict[str, Any]] = REFERENCES) -> s
     for ref in refs:
         cells = [ref["configuration"], str(ref.get("local", "-")), str(ref.get("central", "-")),
                  str(ref.get("k_marginal", "-")), str(ref.get("pmse", "-")), str(ref.get("matched_all", "-")),
-                 "-", str(ref.get("inconsistencies", "-")), "-", "-", "-", "-"]
+                 "-", str(ref.get("inconsistencies", "-")), "-", "-", "-", "-", "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -1349,23 +1413,23 @@ def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
 
     >>> s = Scores(960, 0.0, 100, 1000, 2000, 3, subsample=20)
     >>> stopped = Row("aim-10", "-", "10 (delta 1e-05; dpmm AIM)", None, None, 3600.0, 0.0, unfinished=True)
-    >>> print(peers_table([("family", Row("mst-1", "-", "1 (delta 1e-05; dpmm MST)", s, None, 2.0, 18.0)),
-    ...                    ("family", stopped)]))
+    >>> mst = Row("mst-1", "-", "1 (delta 1e-05; dpmm MST)", s, None, 2.0, 18.0, broken=7)
+    >>> print(peers_table([("family", mst), ("family", stopped)]))
     ... # doctest: +NORMALIZE_WHITESPACE
-    | features | release | central epsilon | released exactly | k-marginal | subsample equivalent | matched % all | inconsistencies | release s |
-    |---|---|---|---|---|---|---|---|---|
-    | family | mst-1 | 1 (delta 1e-05; dpmm MST) | none | 960 | 20 % | 5.00 | 3 | 2.0 |
-    | family | aim-10 | 10 (delta 1e-05; dpmm AIM) | none | not finished | - | - | - | stopped at 3600 |
+    | features | release | central epsilon | released exactly | k-marginal | subsample equivalent | matched % all | inconsistencies | rules broken | release s |
+    |---|---|---|---|---|---|---|---|---|---|
+    | family | mst-1 | 1 (delta 1e-05; dpmm MST) | none | 960 | 20 % | 5.00 | 3 | 7 | 2.0 |
+    | family | aim-10 | 10 (delta 1e-05; dpmm AIM) | none | not finished | - | - | - | - | stopped at 3600 |
     """
     head = ["features", "release", "central epsilon", "released exactly", "k-marginal", "subsample equivalent",
-            "matched % all", "inconsistencies", "release s"]
+            "matched % all", "inconsistencies", "rules broken", "release s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for features, r in rows:
         s = r.scores
         k_marginal = "not finished" if r.unfinished else _fmt(s and s.k_marginal, ".0f")
         cells = [features, r.name, r.central, "none", k_marginal,
                  "-" if s is None or s.subsample is None else f"{s.subsample:g} %", _fmt(s and s.matched_all, ".2f"),
-                 "-" if s is None else str(s.inconsistent),
+                 "-" if s is None else str(s.inconsistent), _fmt(r.broken, "d"),
                  f"stopped at {r.release_seconds:.0f}" if r.unfinished else f"{r.release_seconds:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -1410,16 +1474,18 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
 
 
 def positive_epsilons(text: str) -> list[float] | None:
-    """``--epsilons``: comma-separated positive finite numbers, or None.
+    """``--epsilons``: comma-separated positive numbers up to :data:`MAX_EPSILON`, or None.
 
     >>> positive_epsilons("0.25,1,4"), positive_epsilons("1,0"), positive_epsilons("x"), positive_epsilons("")
     ([0.25, 1.0, 4.0], None, None, None)
+    >>> positive_epsilons("700"), positive_epsilons("1,701"), positive_epsilons("inf")
+    ([700.0], None, None)
     """
     try:
         values = [float(e) for e in text.split(",") if e]
     except ValueError:
         return None
-    return values if values and all(0 < e < math.inf for e in values) else None
+    return values if values and all(0 < e <= MAX_EPSILON for e in values) else None
 
 
 def rounds_note(manifest: Mapping[str, Any]) -> str:
@@ -1488,7 +1554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-peer-runs", action="store_true",
                     help="with --peers: run pramkit's rows only (the peers take minutes a release)")
     ap.add_argument("--epsilons", default=",".join(map(str, PEER_EPSILONS)),
-                    help="with --peers: the central epsilons (default %(default)s; any positive number)")
+                    help=f"with --peers: the central epsilons (default %(default)s; positive, at most {MAX_EPSILON:g})")
     ap.add_argument("--peer-tools", default=",".join(PEERS),
                     help="with --peers: the peers to run (default %(default)s)")
     ap.add_argument("--models", default=",".join(PRAMKIT_ROWS),
@@ -1520,7 +1586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args.epsilons = positive_epsilons(args.epsilons)
     if args.epsilons is None:
-        print(f"--epsilons takes positive numbers (default {', '.join(map(str, PEER_EPSILONS))})", file=sys.stderr)
+        print(f"--epsilons takes positive numbers up to {MAX_EPSILON:g} (default "
+              f"{', '.join(map(str, PEER_EPSILONS))})", file=sys.stderr)
         return 2
     if args.list:
         for name, c in CONFIGS.items():
@@ -1529,7 +1596,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n for n in args.configs.split(",") if n]
     unknown = [n for n in names if not on_demand(n)]
     if unknown:
-        print(f"unknown configuration(s) {', '.join(unknown)}; --list shows them", file=sys.stderr)
+        print(f"unknown configuration(s) {', '.join(unknown)}; --list shows them (an epsilon E from above 0 to "
+              f"{MAX_EPSILON:g})", file=sys.stderr)
         return 2
     if args.features is not None and args.feature_set:
         print("bench_sdnist: give --features or --feature-set, not both", file=sys.stderr)
@@ -1545,7 +1613,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_sdnist: skipped: {missing} is not available")
         return 0
     if args.peers:
-        return run_peers(args, python, data_root)
+        return _scoring(lambda: run_peers(args, python, data_root))
+    return _scoring(lambda: run_configs(args, names, features, public, python, data_root))
+
+
+def _scoring(run: Callable[[], int]) -> int:
+    """``run()``, a release SDNist cannot score reported in one line (exit 1) instead of a traceback."""
+    try:
+        return run()
+    except ScoringFailed as why:
+        print(f"bench_sdnist: {why}", file=sys.stderr)
+        return 1
+
+
+def run_configs(args: argparse.Namespace, names: Sequence[str], features: Sequence[str], public: Sequence[str],
+                python: str | None, data_root: Path) -> int:
+    """The configurations ``names`` on ``features`` (``public`` released as they are), scored by SDNist in this
+    run; one table."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-"))
     try:
         setup = replace(prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json"),

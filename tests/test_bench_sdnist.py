@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from fractions import Fraction
 from itertools import product
 from pathlib import Path
@@ -79,6 +80,9 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize("args, words", [
     (["--peers", "--epsilons", "0"], "--epsilons takes positive numbers"),
+    (["--peers", "--epsilons", "2,701"], "--epsilons takes positive numbers up to 700"),
+    (["--configs", "pgm-zcdp-1000"], "unknown configuration(s) pgm-zcdp-1000; --list shows them (an epsilon E"),
+    (["--configs", "aim-0"], "unknown configuration(s) aim-0"),
     (["--peers", "--models", "pgm-zcdp,mst"], "--models takes names among synth-all, pgm-all, pgm-zcdp"),
     (["--peers", "--peer-tools", "aim,sdv"], "--peer-tools takes names among mst, aim"),
     (["--peers", "--peer-tools", ""], "--peer-tools takes names among mst, aim"),
@@ -94,6 +98,25 @@ def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: li
     assert bench.main(args) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
+
+
+def test_a_release_sdnist_cannot_score_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    """An SDNist that fails (here one that exits 1 with its message) stops the run with one line naming the
+    release and SDNist's last words, exit 1, not a traceback."""
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    fake = tmp_path / "fake" / "sdnist" / "report"
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("", encoding="utf-8")
+    (fake / "__init__.py").write_text("", encoding="utf-8")
+    (fake / "__main__.py").write_text("import sys\nsys.exit('data root has no national2019 target')\n",
+                                      encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
+    monkeypatch.setenv("SDNIST_PYTHON", sys.executable)
+    assert bench.main(["--configs", "raw", "--data", str(excerpt)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bench_sdnist: SDNist failed on ") and \
+        "raw.csv" in err and "no national2019 target" in err, err
 
 
 def test_a_configuration_is_one_registered_function(capsys: pytest.CaptureFixture) -> None:
@@ -293,8 +316,35 @@ def test_family_and_industry_rules_hold_on_the_original_and_forbid_sdnists_incon
     adult = {"AGEP": "40", "NOC": "1", "NPF": "3", "INDP": "7870", "INDP_CAT": "11"}
     assert not any(_forbidden(rule, adult) for rule in rules)
     for change in ({"NOC": "3"}, {"NOC": "5", "NPF": "4"}, {"NOC": "N"}, {"AGEP": "12"},
-                   {"AGEP": "12", "INDP": "N"}, {"AGEP": "12", "INDP_CAT": "N"}, {"INDP": "N"}, {"INDP_CAT": "N"}):
+                   {"AGEP": "12", "INDP": "N"}, {"AGEP": "12", "INDP_CAT": "N"}, {"INDP": "N"}, {"INDP_CAT": "N"},
+                   {"INDP_CAT": "12"}, {"INDP": "170"}, {"INDP": "9920", "INDP_CAT": "17"}):
         assert any(_forbidden(rule, {**adult, **change}) for rule in rules), change
+    # INDP_CAT is INDP's sector: every industry code of the file allows exactly one sector, and no two sectors'
+    # codes overlap (the ranges are the Census code list's; the file's 16 324 workers all keep them, above)
+    sectors = [c for c in setup.categories["INDP_CAT"] if c != "N"]
+    allowed = {code: [k for k in sectors if not any(_forbidden(rule, {**adult, "INDP": code, "INDP_CAT": k})
+                                                      for rule in rules)]
+               for code in setup.categories["INDP"] if code != "N"}
+    assert len(allowed) > 250 and all(len(ks) == 1 for ks in allowed.values()), allowed
+    assert len({ks[0] for ks in allowed.values()}) == len(sectors)
+
+
+def test_rules_broken_counts_the_records_a_definition_forbids(tmp_path: Path) -> None:
+    """The benchmark's "rules broken" column: 0 on national2019 itself; with INDP_CAT drawn apart from INDP (each
+    worker's sector taken from another worker), about as many workers as hold another sector than their own."""
+    source = NIST / "national" / "national2019.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} is not available")
+    features = list(bench.FEATURE_SETS["industry"])
+    setup = bench.prepare(source, features, [], 0, tmp_path / "w", NIST / "data_dictionary.json")
+    rules = bench.definition_rules(setup, features)
+    frame = setup.frame
+    assert bench.rules_broken(frame, rules) == 0
+    workers = frame.index[frame["INDP"] != "N"]
+    moved = frame.copy()
+    moved.loc[workers, "INDP_CAT"] = frame.loc[workers, "INDP_CAT"].sample(frac=1, random_state=3).to_numpy()
+    other = int((moved["INDP_CAT"] != frame["INDP_CAT"]).sum())
+    assert other > 10_000 and bench.rules_broken(moved, rules) == other
 
 
 def _excerpt_without_sdnist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -375,7 +425,7 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
     for eps in (1, 2):
         stopped = rows[f"aim-{eps}"]
         assert stopped[2] == f"{eps} (delta 1e-05; dpmm AIM)" and stopped[4] == "not finished", stopped
-        assert stopped[5:8] == ["-", "-", "-"] and stopped[8].strip(" |") == "stopped at 1", stopped
+        assert stopped[5:9] == ["-", "-", "-", "-"] and stopped[9].strip(" |") == "stopped at 1", stopped
         assert f"demographic aim-{eps}: stopped, not finished in " in err
     assert rows["dp-shuffle-1"][4] == "-" and rows["dp-shuffle-1"][8].strip(" |").replace(".", "").isdigit()
     assert "aim-" not in out.split("scored files")[1]  # a stopped peer scored nothing
