@@ -169,7 +169,7 @@ def score(released: Path, *, python: str, data_root: Path, target: str, workdir:
     reports = sorted(workdir.glob("reports/*/report.json"))
     if proc.returncode != 0 or not reports:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise ScoringFailed(f"SDNist failed on {released}: {' | '.join(tail)}")
+        raise ToolFailed(f"SDNist failed on {released}: {' | '.join(tail)}")
     return parse_report(json.loads(reports[-1].read_text(encoding="utf-8")))
 
 
@@ -279,8 +279,9 @@ class Skip(Exception):
     """The configuration does not apply to these features (the message says why)."""
 
 
-class ScoringFailed(RuntimeError):
-    """SDNist could not score a release (the message names the file and ends with SDNist's last lines)."""
+class ToolFailed(RuntimeError):
+    """SDNist could not score a release, or a peer could not release (the message names the tool and the file,
+    and ends with the tool's last words)."""
 
 
 #: The largest epsilon a configuration may name (pramkit's own bound: beyond it a noisy count is the count).
@@ -841,7 +842,8 @@ def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
     except subprocess.TimeoutExpired:
         raise Unfinished(float(setup.peer_seconds or 0), central) from None
     if proc.returncode != 0:
-        raise RuntimeError(f"dpmm's {PEERS[peer]} failed: {proc.stderr.strip().splitlines()[-1:]}")
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no message)"]
+        raise ToolFailed(f"dpmm's {PEERS[peer]} failed at epsilon {epsilon:g}: {last[0]}")
     return Release(path, [], na_values=(), central=central, note=f"every feature synthesized by dpmm's {PEERS[peer]}")
 
 
@@ -1618,10 +1620,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _scoring(run: Callable[[], int]) -> int:
-    """``run()``, a release SDNist cannot score reported in one line (exit 1) instead of a traceback."""
+    """``run()``, a release SDNist cannot score or a peer cannot make reported in one line (exit 1) instead of a
+    traceback."""
     try:
         return run()
-    except ScoringFailed as why:
+    except ToolFailed as why:
         print(f"bench_sdnist: {why}", file=sys.stderr)
         return 1
 

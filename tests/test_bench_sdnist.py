@@ -119,6 +119,27 @@ def test_a_release_sdnist_cannot_score_is_one_line_exit_1(tmp_path: Path, monkey
         "raw.csv" in err and "no national2019 target" in err, err
 
 
+def test_a_peer_that_fails_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture) -> None:
+    """A dpmm that fails (here one whose MST raises on fitting) stops the run with one line naming the peer, its
+    epsilon and its last words, exit 1, nothing scored."""
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    fake = tmp_path / "fake" / "dpmm"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("", encoding="utf-8")
+    (fake / "pipelines.py").write_text(
+        "class MSTPipeline:\n"
+        "    def __init__(self, **kw):\n        pass\n"
+        "    def fit(self, *a, **kw):\n        raise ValueError('the domain is too large for the model')\n"
+        "AIMPipeline = MSTPipeline\n", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
+    monkeypatch.setenv("DPMM_PYTHON", sys.executable)
+    assert bench.main(["--configs", "mst-1", "--data", str(excerpt), "--no-score"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bench_sdnist: dpmm's MST failed at epsilon 1: ValueError: the "
+                                                    "domain is too large"), err
+
+
 def test_a_configuration_is_one_registered_function(capsys: pytest.CaptureFixture) -> None:
     @bench.configuration("test-only", "registered by the test")
     def build(setup):  # pragma: no cover - never run
