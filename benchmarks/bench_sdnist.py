@@ -1607,6 +1607,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     features = (list(FEATURE_SETS[args.feature_set]) if args.feature_set
                 else [f for f in (args.features or ",".join(FEATURES)).split(",") if f])
     public = [f for f in args.public.split(",") if f and f in features]
+    from pramkit.synthesize_pgm import MOST_ROUNDS
+
+    run_sets = [args.feature_set] if args.feature_set else list(FEATURE_SETS)
+    widest = max(len(FEATURE_SETS[n]) for n in run_sets) if args.peers else len(features)
+    if args.rounds_per_variable is not None and args.rounds_per_variable * widest > MOST_ROUNDS:
+        print(f"--rounds-per-variable {args.rounds_per_variable} times the {widest} features passes the most rounds "
+              f"({MOST_ROUNDS}): at most {MOST_ROUNDS // widest} here", file=sys.stderr)
+        return 2
     data_root = Path(os.environ.get("SDNIST_DATA_ROOT") or DATA_ROOT)
     python = None if args.no_score else sdnist_python()
     if not args.data.is_file() or (python is None and not args.no_score):
@@ -1621,12 +1629,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _scoring(run: Callable[[], int]) -> int:
     """``run()``, a release SDNist cannot score or a peer cannot make reported in one line (exit 1) instead of a
-    traceback."""
+    traceback, and a setting pramkit refuses in one line too (exit 2)."""
+    from pramkit.errors import PramkitError
+
     try:
         return run()
     except ToolFailed as why:
         print(f"bench_sdnist: {why}", file=sys.stderr)
         return 1
+    except PramkitError as why:  # a setting pramkit refuses for these features: the releases before it are kept
+        print(f"bench_sdnist: {why}", file=sys.stderr)
+        return 2
 
 
 def run_configs(args: argparse.Namespace, names: Sequence[str], features: Sequence[str], public: Sequence[str],

@@ -93,6 +93,10 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     (["--rounds-per-variable", "901"], "--rounds-per-variable takes a whole number from 1 to 900"),
     (["--rounds-per-variable", "2.5"], "--rounds-per-variable takes a whole number from 1 to 900"),
     (["--rounds-per-variable", "sixteen"], "--rounds-per-variable takes a whole number from 1 to 900"),
+    (["--rounds-per-variable", "900", "--no-score", "--features",
+      "AGEP,SEX,MSP,RAC1P,HOUSING_TYPE,OWN_RENT,EDU,PINCP_DECILE,DVET,DEYE,DEAR,DPHY"],
+     "--rounds-per-variable 900 times the 12 features passes the most rounds (10000): at most 833 here"),
+    (["--peers", "--rounds-per-variable", "901"], "--rounds-per-variable takes a whole number from 1 to 900"),
 ])
 def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
     assert bench.main(args) == 2
@@ -138,6 +142,25 @@ def test_a_peer_that_fails_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytes
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("bench_sdnist: dpmm's MST failed at epsilon 1: ValueError: the "
                                                     "domain is too large"), err
+
+
+def test_a_setting_pramkit_refuses_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    """A release whose settings pramkit refuses for these features (here a configuration that asks for them)
+    ends the run in pramkit's one line, exit 2, not a traceback."""
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+
+    @bench.configuration("test-refused", "registered by the test")
+    def build(setup):
+        raise pramkit.errors.ParameterError("rounds must be an integer from 12 (the synthesized variables) to "
+                                            "10000, got 10800")
+
+    try:
+        assert bench.main(["--configs", "test-refused", "--data", str(excerpt), "--no-score"]) == 2
+    finally:
+        del bench.CONFIGS["test-refused"]
+    err = capsys.readouterr().err
+    assert err == "bench_sdnist: rounds must be an integer from 12 (the synthesized variables) to 10000, got 10800\n"
 
 
 def test_a_configuration_is_one_registered_function(capsys: pytest.CaptureFixture) -> None:
