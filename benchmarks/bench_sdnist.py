@@ -1194,15 +1194,9 @@ def rules_broken(frame: Any, rules: Sequence[Mapping[str, str]]) -> int:
     >>> rules_broken(f, sector_rules(["170"], ["0", "1"]) + [{"INDP": "N", "INDP_CAT": "0|1"}])
     1
     """
-    import numpy as np
+    from pramkit.structure import Rules
 
-    broken = np.zeros(len(frame), dtype=bool)
-    for rule in rules:
-        hit = np.ones(len(frame), dtype=bool)
-        for column, codes in rule.items():
-            hit &= frame[column].isin(codes.split("|")).to_numpy()
-        broken |= hit
-    return int(broken.sum())
+    return int(Rules.of(list(rules)).breaking(frame, list(frame.columns)).sum()) if rules else 0
 
 
 def _fmt(x: float | None, spec: str) -> str:
