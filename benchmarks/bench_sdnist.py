@@ -284,10 +284,6 @@ class ToolFailed(RuntimeError):
     and ends with the tool's last words)."""
 
 
-#: The largest epsilon a configuration may name (pramkit's own bound: beyond it a noisy count is the count).
-MAX_EPSILON = 700.0
-
-
 class Unfinished(Exception):
     """A peer's release was stopped at its time limit (``--peer-minutes``): its row says so, with no score."""
 
@@ -892,6 +888,8 @@ def on_demand(name: str) -> bool:
             lambda s: _sdcmicro(s, structured=False, pd=pd_))
         return True
     family, eps = match.group(1), float(match.group(2))
+    from pramkit.design.dp.optimal import MAX_EPSILON  # pramkit's own bound: beyond it a noisy count is the count
+
     if not 0 < eps <= MAX_EPSILON:
         return False
     if family in PEERS:
@@ -1470,7 +1468,8 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
 
 
 def positive_epsilons(text: str) -> list[float] | None:
-    """``--epsilons``: comma-separated positive numbers up to :data:`MAX_EPSILON`, or None.
+    """``--epsilons``: comma-separated positive numbers up to pramkit's largest epsilon
+    (:data:`pramkit.design.dp.optimal.MAX_EPSILON`), or None.
 
     >>> positive_epsilons("0.25,1,4"), positive_epsilons("1,0"), positive_epsilons("x"), positive_epsilons("")
     ([0.25, 1.0, 4.0], None, None, None)
@@ -1481,6 +1480,8 @@ def positive_epsilons(text: str) -> list[float] | None:
         values = [float(e) for e in text.split(",") if e]
     except ValueError:
         return None
+    from pramkit.design.dp.optimal import MAX_EPSILON
+
     return values if values and all(0 < e <= MAX_EPSILON for e in values) else None
 
 
@@ -1526,6 +1527,8 @@ def peer_minutes(text: str) -> float | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from pramkit.design.dp.optimal import MAX_EPSILON
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated configurations (--list), or "
                     f"one of {', '.join(ON_DEMAND)} at any epsilon E or pd P (e.g. pgm-all-0.5)")
