@@ -191,6 +191,7 @@ class Setup:
     peer_seconds: how long a peer's release may run before it is stopped (:class:`Unfinished`)
     rounds_per_variable: the model pgm's nominal rounds over the number of variables (``--rounds-per-variable``;
         None: the command's default)
+    bins: the model pgm's declared bins (``--bins``), variable -> width, for the features among them
     """
 
     source: Path
@@ -204,6 +205,7 @@ class Setup:
     ranges: dict[str, list[str]] = field(default_factory=dict)
     peer_seconds: float | None = None  # a peer's release stopped after this long (``--peer-minutes``); None: never
     rounds_per_variable: int | None = None  # the model pgm's ``--rounds`` over the variables; None: the default
+    bins: dict[str, int] = field(default_factory=dict)  # the model pgm's ``--bins``, for the features among them
 
     @property
     def perturbed(self) -> list[str]:
@@ -736,6 +738,7 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
     path = setup.path("synthesized.csv")
     if model == "pgm" and rounds_per_variable is None:
         rounds_per_variable = setup.rounds_per_variable
+    bins = {v: w for v, w in setup.bins.items() if v in variables} if model == "pgm" else {}
     res = pramkit.synthesize_release(setup.source, path, variables=variables, public=public,
                                      epsilon=epsilon, key=setup.key, categories=categories,
                                      forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
@@ -743,7 +746,8 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
                                      **({"neighbours": neighbours} if neighbours != "replace-one" else {}),
                                      **({"rounds": rounds_per_variable * len(variables)}
                                         if rounds_per_variable else {}),
-                                     **({"delta": delta} if delta is not None else {}))
+                                     **({"delta": delta} if delta is not None else {}),
+                                     **({"bins": bins} if bins else {}))
     return Release(path, [], na_values=(), synthesis=res,
                    note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
 
@@ -814,6 +818,8 @@ PEER_EPSILONS = (1, 2, 10)
 PEER_MINUTES = 60
 #: The most ``--rounds-per-variable``: the command's most rounds (10 000) over the largest feature set's 11.
 MOST_ROUNDS_PER_VARIABLE = 900
+#: The model pgm's declared bins (``--bins``): none until measured to pay.
+BINS = ""
 
 
 def dpmm_python() -> str | None:
@@ -936,7 +942,7 @@ def stated(release: Release) -> tuple[str, str]:
     if release.synthesis is not None:
         res = release.synthesis
         chosen = f", {len(res.selections)} chosen" if getattr(res, "selections", None) else ""
-        chosen += rounds_note(res.manifest)
+        chosen += rounds_note(res.manifest) + bins_note(res.manifest)
         relation = ", add-remove" if getattr(res, "neighbours", "replace-one") == "add-remove" else ""
         delta = res.manifest.get("ledger", {}).get("delta")
         kind = "pure" if delta is None else f"delta {delta:g}, zCDP"
@@ -1440,7 +1446,7 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
             setup = replace(prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
                                     data_root / "data_dictionary.json"),
                             peer_seconds=60 * args.peer_minutes if args.peer_minutes else None,
-                            rounds_per_variable=args.rounds_per_variable)
+                            rounds_per_variable=args.rounds_per_variable, bins=args.bins)
             for config in peer_configs(args.epsilons, peers=not args.no_peer_runs, tools=args.peer_tools,
                                        models=args.models):
                 on_demand(config)
@@ -1483,6 +1489,35 @@ def positive_epsilons(text: str) -> list[float] | None:
     from pramkit.design.dp.optimal import MAX_EPSILON
 
     return values if values and all(0 < e <= MAX_EPSILON for e in values) else None
+
+
+def bins_note(manifest: Mapping[str, Any]) -> str:
+    """``", AGEP in bins of 5"`` for each variable a release of the model pgm modelled in declared bins, else
+    ``""``.
+
+    >>> bins_note({"procedure": {"bins": {"AGEP": 5, "POVPIP": 25}}}), bins_note({})
+    (', AGEP in bins of 5, POVPIP in bins of 25', '')
+    """
+    bins = (manifest.get("procedure") or {}).get("bins") or {}
+    return "".join(f", {v} in bins of {w}" for v, w in bins.items())
+
+
+def bins_flag(text: str, features: Sequence[str]) -> dict[str, int] | str:
+    """``--bins``: the model pgm's declared bins, ``VAR=WIDTH`` comma-separated, each a feature of the sets; or
+    why not ('' for none).
+
+    >>> bins_flag("AGEP=5", ["AGEP", "SEX"]), bins_flag("", ["AGEP"])
+    ({'AGEP': 5}, {})
+    >>> bins_flag("AGE=5", ["AGEP"])
+    '--bins names AGE, which is not a synthesized variable (AGEP)'
+    """
+    from pramkit.errors import ParameterError
+    from pramkit.synthesize_pgm import check_bins
+
+    try:
+        return check_bins(text, list(features)) or {}
+    except ParameterError as why:
+        return f"--{why}"
 
 
 def rounds_note(manifest: Mapping[str, Any]) -> str:
@@ -1564,6 +1599,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds-per-variable", default=None, metavar="R",
                     help="the model pgm's rows (pgm-zcdp, pgm-all) run `--rounds` R times their number of features "
                          f"(default the command's: 4 per variable; 1 to {MOST_ROUNDS_PER_VARIABLE})")
+    ap.add_argument("--bins", default=BINS, metavar="VAR=WIDTH[,...]",
+                    help="the model pgm's rows model these features in bins of their values (`synthesize --bins`; "
+                         "default %(default)s; '' for none)")
     args = ap.parse_args(argv)
     for flag, allowed in (("peer_tools", tuple(PEERS)), ("models", PRAMKIT_MODELS)):
         chosen = name_list(getattr(args, flag), allowed)
@@ -1603,6 +1641,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     features = (list(FEATURE_SETS[args.feature_set]) if args.feature_set
                 else [f for f in (args.features or ",".join(FEATURES)).split(",") if f])
+    args.bins = bins_flag(args.bins, list(dict.fromkeys([*features, *(f for s in FEATURE_SETS.values() for f in s)])))
+    if isinstance(args.bins, str):
+        print(args.bins, file=sys.stderr)
+        return 2
     public = [f for f in args.public.split(",") if f and f in features]
     from pramkit.synthesize_pgm import MOST_ROUNDS
 
@@ -1646,7 +1688,7 @@ def run_configs(args: argparse.Namespace, names: Sequence[str], features: Sequen
     workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-"))
     try:
         setup = replace(prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json"),
-                        rounds_per_variable=args.rounds_per_variable)
+                        rounds_per_variable=args.rounds_per_variable, bins=args.bins)
         rows: list[Row] = []
         for name in names:
             try:

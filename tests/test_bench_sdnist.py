@@ -97,6 +97,9 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
       "AGEP,SEX,MSP,RAC1P,HOUSING_TYPE,OWN_RENT,EDU,PINCP_DECILE,DVET,DEYE,DEAR,DPHY"],
      "--rounds-per-variable 900 times the 12 features passes the most rounds (10000): at most 833 here"),
     (["--peers", "--rounds-per-variable", "901"], "--rounds-per-variable takes a whole number from 1 to 900"),
+    (["--peers", "--bins", "AGE=5"], "--bins names AGE, which is not a synthesized variable"),
+    (["--peers", "--bins", "AGEP=0"], "--bins: the width of AGEP must be a positive integer, got '0'"),
+    (["--bins", "AGEP"], "--bins must be written VAR=WIDTH, comma-separated"),
 ])
 def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
     assert bench.main(args) == 2
@@ -502,6 +505,12 @@ def test_the_rounds_per_variable_reach_the_model_pgm_only(tmp_path: Path, monkey
     """``--rounds-per-variable R``: each release of the model pgm is asked for ``--rounds`` R times its ten
     demographic features, one with rounds of its own keeps them, the model margins is asked for none
     (``synthesize_release`` stood in for, NIST's records, SDNist not run)."""
+    assert _asked(tmp_path, monkeypatch, config, argv).get("rounds") == rounds
+
+
+def _asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, argv: list[str]) -> dict[str, object]:
+    """What ``config`` asks ``synthesize_release`` for on the demographic features of NIST's records, with the
+    bench's flags ``argv`` (``synthesize_release`` stood in for, SDNist not run)."""
     import pramkit
 
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
@@ -515,7 +524,21 @@ def test_the_rounds_per_variable_reach_the_model_pgm_only(tmp_path: Path, monkey
     with pytest.raises(ZeroDivisionError):
         bench.main(["--no-score", "--configs", config, "--feature-set", "demographic", "--public", "",
                     "--data", str(excerpt), *argv])
-    assert len(asked) == 1 and asked[0].get("rounds") == rounds, asked
+    assert len(asked) == 1, asked
+    return asked[0]
+
+
+@pytest.mark.parametrize("argv, config, bins", [
+    (["--bins", "AGEP=5"], "pgm-zcdp-1", {"AGEP": 5}),
+    (["--bins", "AGEP=5,POVPIP=25"], "pgm-zcdp-1", {"AGEP": 5}),  # POVPIP is no demographic feature
+    (["--bins", ""], "pgm-zcdp-1", None),
+    (["--bins", "AGEP=5"], "synth-all-1", None),  # the model margins bins nothing
+])
+def test_the_bins_reach_the_model_pgm_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str],
+                                          config: str, bins: dict[str, int] | None) -> None:
+    """``--bins``: each release of the model pgm is asked for the bins of its features, the model margins for none
+    (``synthesize_release`` stood in for, NIST's records, SDNist not run)."""
+    assert _asked(tmp_path, monkeypatch, config, argv).get("bins") == bins
 
 
 def test_a_release_of_other_rounds_says_so_in_its_row() -> None:

@@ -20,6 +20,14 @@ The model pgm does the same, with two changes:
   proportional to its noisy 1-way count, clipped at 0 (uniformly when no member's is positive), by systematic
   sampling at keyed uniforms, as the other draws; MST expands uniformly.
 
+**Declared bins.**  An ordered numeric variable may instead be given a bin width ``w`` (``synthesize --bins
+AGEP=5``; the manifest's ``procedure.bins``): its categories whose values lie in one interval ``[k w, (k + 1)
+w)`` and that every rule treats alike form one group (:func:`bin_groups`), whatever the counts, and a category
+that is not a finite number stays alone.  The model then measures and fits the bins, and a record drawn into a
+bin takes one of its values by the noisy 1-way counts, as above.  The bins read no data: they are the
+variable's declared categories, the width and the rules.  A binned variable is not merged further, nor
+expanded jointly with a rule (every rule already treats a bin's members alike).
+
 Compression reads only the noisy 1-way tables, their noise and the rules (all in the manifest): it is
 post-processing and spends nothing; the audit recomputes every group from the manifest
 (:func:`pramkit.synthesize_pgm.manifest_groups`).  A variable none of whose categories reaches the threshold is not compressed (as
@@ -69,6 +77,44 @@ def compress_groups(noisy: Sequence[float] | np.ndarray, sd: float, threshold: f
         by.setdefault(sig[i], []).append(int(i))
     group_of = {i: g for g in by.values() if len(g) > 1 for i in g}
     return [group_of.get(i, [i]) for i in range(len(values)) if i not in group_of or group_of[i][0] == i]
+
+
+def bin_of(category: Any, width: int) -> int | None:
+    """The bin of a category of an ordered variable in bins of ``width``: ``floor(value / width)`` of its value as
+    a number, or ``None`` when it is not a finite number (such a category stays alone).
+
+    Examples
+    --------
+    >>> bin_of("23", 5), bin_of(4.5, 5), bin_of(" 100 ", 25), bin_of("N", 5), bin_of(True, 5)
+    (4, 0, 4, None, None)
+    """
+    if isinstance(category, bool):
+        return None
+    try:
+        value = float(category)
+    except (TypeError, ValueError):
+        return None
+    return math.floor(value / width) if math.isfinite(value) else None
+
+
+def bin_groups(categories: Sequence[Any], width: int, signature: Sequence[bytes] | None = None) -> list[list[int]]:
+    """The groups of an ordered variable in declared bins (module docstring): the categories of one bin
+    (:func:`bin_of`) and one ``signature`` (alike in every rule) together, in the order of their first member; a
+    category that is not a number alone.
+
+    Examples
+    --------
+    >>> bin_groups(["0", "1", "2", "3", "4", "5", "N"], 5)
+    [[0, 1, 2, 3, 4], [5], [6]]
+    >>> bin_groups(["0", "1", "2", "3", "4"], 5, signature=[b"y", b"y", b"y", b"", b""])  # a rule at 3
+    [[0, 1, 2], [3, 4]]
+    """
+    sig = list(signature) if signature is not None else [b""] * len(categories)
+    by: dict[tuple[Any, ...], list[int]] = {}
+    for i, c in enumerate(categories):
+        b = bin_of(c, width)
+        by.setdefault(("alone", i) if b is None else ("bin", b, sig[i]), []).append(i)
+    return sorted(by.values(), key=lambda g: g[0])
 
 
 def signatures(variable: str, size: int, masks: Sequence[tuple[tuple[str, ...], np.ndarray]]) -> list[bytes]:
@@ -210,9 +256,12 @@ class Compression:
 
 def compression_of(names: Sequence[str], first: Sequence[Any], sds: Sequence[float],
                    masks: Sequence[tuple[tuple[str, ...], np.ndarray]], threshold: float,
-                   jointly: bool = False) -> Compression:
+                   jointly: bool = False, bins: Mapping[str, tuple[Sequence[Any], int]] | None = None
+                   ) -> Compression:
     """The compression from the start's noisy 1-way tables (``first``, one a variable, in the order of
     ``names``), the standard deviations of their noise (``sds``) and the rules' masks over the full categories.
+    ``bins``: for each variable in declared bins, its categories and the width (:func:`bin_groups`; neither
+    merged by its counts nor expanded jointly).
 
     With ``jointly``, a variable that one rule's mask alone names has its rare categories merged whatever
     their signatures, and is expanded jointly with that mask's other variables (:func:`joint_cells`): the
@@ -230,16 +279,22 @@ def compression_of(names: Sequence[str], first: Sequence[Any], sds: Sequence[flo
     >>> c = compression_of(["a", "b"], first, [1.0, 1.0], [(("a", "b"), m)], 3.0, jointly=True)
     >>> c.groups, sorted(c.jointly())
     ({'a': [[0], [1, 2]], 'b': [[0], [1, 2]]}, ['a', 'b'])
+    >>> compression_of(["a"], [np.array([80, 1, -2, 60])], [2.0], [], 3.0, bins={"a": ([0, 1, 2, 3], 2)}).groups
+    {'a': [[0, 1], [2, 3]]}
     """
+    bins = dict(bins or {})
     named: dict[str, int] = {}
     for cl, _ in masks:
         for a in cl:
             named[a] = named.get(a, 0) + 1
-    free = {v for v in names if named.get(v) == 1} if jointly else set()
+    free = {v for v in names if named.get(v) == 1 and v not in bins} if jointly else set()
     groups, counts = {}, {}
     for v, t, sd in zip(names, first, sds):
         noisy = np.asarray(t).ravel()
         counts[v] = noisy
+        if v in bins:
+            groups[v] = bin_groups(bins[v][0], bins[v][1], signatures(v, len(noisy), masks))
+            continue
         groups[v] = compress_groups(noisy, sd, threshold, None if v in free else signatures(v, len(noisy), masks))
     comp = Compression(groups, counts)
     joint = []

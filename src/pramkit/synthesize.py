@@ -81,6 +81,7 @@ from pramkit.synthesize_codes import (
 )
 from pramkit.synthesize_pgm import (
     MAX_CELLS,
+    check_bins,
     check_delta,
     check_neighbours,
     check_pgm_settings,
@@ -282,6 +283,7 @@ def synthesize_release(
     neighbours: str = "replace-one",
     rounds: int | None = None,
     delta: float | None = None,
+    bins: Mapping[str, int] | str | None = None,
     quiet: bool = False,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
@@ -347,6 +349,12 @@ def synthesize_release(
         states its own (:func:`pramkit.synthesize_pgm.fit_and_draw`): discrete Gaussian tables, the budget the
         largest rho that implies (``epsilon``, ``delta``)-DP; the ledger states ``delta``, ``rho``,
         ``rho_budget`` and the conversion's ``alpha``.  ``None`` (default): pure ``epsilon``-DP.
+    bins : mapping or str, optional
+        With ``model="pgm"``: ordered numeric variables modelled in bins of their values, variable -> width (or
+        text ``"AGEP=5,POVPIP=25"``): the values ``[k w, (k + 1) w)`` that every rule treats alike are one
+        category of the model, and a record drawn into it takes one of them by the noisy 1-way counts
+        (:mod:`pramkit.pgm_compression`).  Fewer cells for the tables to spread their noise over; the
+        bins read no data.  The manifest's ``procedure.bins`` states them.
     quiet : bool
         No progress bars (with ``model="pgm"``: the records read, the budget spent by the rounds, the variables
         drawn, the records written).
@@ -386,6 +394,7 @@ def synthesize_release(
     neighbours = check_neighbours(neighbours, model)
     rounds = check_rounds(rounds, len(variables), model)
     delta = check_delta(delta, model)
+    bins = check_bins(bins, variables, model)
     if model == "pgm" and public_cols:
         raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
                              f"{', '.join(public_cols)}), or use the model margins")
@@ -400,7 +409,7 @@ def synthesize_release(
     sk = resolve_key(key)
     if model == "pgm":
         made = _draw_pgm(read, variables, read.cats, rules, epsilon, sk, min_count, max_cells, neighbours,
-                         rounds, delta, quiet)
+                         rounds, delta, quiet, bins)
     else:
         made = _draw_margins(read, variables, public_cols, rules, epsilon, sk, pool, sweeps, min_count,
                              public_bins, decimal if src is not None else CSV_DECIMAL)
@@ -603,13 +612,15 @@ def _draw_margins(read: _Read, variables: tuple[str, ...], public_cols: tuple[st
 
 def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
-              rounds: int | None = None, delta: float | None = None, quiet: bool = True) -> _Made:
+              rounds: int | None = None, delta: float | None = None, quiet: bool = True,
+              bins: Mapping[str, int] | None = None) -> _Made:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
     2.  ``rounds``: the nominal rounds (``None``: the default, which the draws' key does not name).  Under zCDP
     (``delta``), also the accounting's figures for the ledger (:func:`zcdp_figures`; else None).  Last, each
-    variable's compressed categories (:mod:`pramkit.pgm_compression`: ``None`` for one not compressed)."""
+    variable's compressed categories (:mod:`pramkit.pgm_compression`: ``None`` for one not compressed);
+    ``bins``: the declared bins (``None``: none, which the draws' key does not name)."""
     from pramkit.synthesize_pgm import default_rounds, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
@@ -620,11 +631,12 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     settings = json.dumps([list(variables), float(epsilon), "pgm", max_cells, min_count,
                            *([neighbours] if neighbours != "replace-one" else []),
                            *([{"rounds": rounds}] if rounds is not None else []),
-                           *([{"delta": delta}] if delta is not None else [])]).encode()
+                           *([{"delta": delta}] if delta is not None else []),
+                           *([{"bins": bins}] if bins else [])]).encode()
     draw_key = sk.for_data("synthesize-pgm", Pieces(read.codes.size * 8, code_chunks(read.codes)), settings)
     fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
                        max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta, share=min_count,
-                       quiet=quiet)
+                       bins=bins, quiet=quiet)
     drawn, shared = fit.drawn, fit.shared  # with min-count 2, half as many drawn, each given to two records
     measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
                     for t in fit.measurements]
@@ -633,7 +645,7 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     groups = {v: fit.compression.groups_of(v) for v in variables}
     procedure = {"model": "pgm", "max_cells": max_cells, "rounds": fit.rounds, "min_count": min_count,
                  **({"delta": delta} if delta is not None else {}), "compress": COMPRESS_SD,
-                 "compress_rules": "jointly"}
+                 "compress_rules": "jointly", **({"bins": dict(bins)} if bins else {})}
     return _Made(drawn, measurements, fit.selections, shared, procedure, zcdp, groups)
 
 

@@ -259,6 +259,75 @@ def check_rounds(rounds: Any, variables: int, model: Any = "pgm") -> int | None:
     return int(rounds)
 
 
+def check_bins(bins: Any, variables: Sequence[str], model: Any = "pgm") -> dict[str, int] | None:
+    """Check the declared bins before any data is read: ``None`` (none), or each synthesized variable's bin
+    width, a positive integer (:func:`pramkit.pgm_compression.bin_groups`), as a mapping or as text
+    ``"VAR=WIDTH,..."``; with the model pgm only.  The widths come back in the variables' order.
+
+    Examples
+    --------
+    >>> check_bins("AGEP=5, POVPIP=25", ["AGEP", "SEX", "POVPIP"]), check_bins(None, ["AGEP"])
+    ({'AGEP': 5, 'POVPIP': 25}, None)
+    >>> check_bins({"AGE": 5}, ["AGEP"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: bins names AGE, which is not a synthesized variable (AGEP)
+    >>> check_bins("AGEP=0", ["AGEP"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: bins: the width of AGEP must be a positive integer, got '0'
+    """
+    if bins is None or (isinstance(bins, str) and not bins.strip()):
+        return None
+    if model != "pgm":
+        raise ParameterError(f"bins needs the model pgm (the model {model} measures every category)")
+    if isinstance(bins, str):
+        pairs = [part.split("=", 1) for part in bins.split(",") if part.strip()]
+        if any(len(p) != 2 for p in pairs):
+            raise ParameterError(f"bins must be written VAR=WIDTH, comma-separated, got {bins!r}")
+        items = [(name.strip(), width.strip()) for name, width in pairs]
+    elif isinstance(bins, Mapping):
+        items = list(bins.items())
+    else:
+        raise ParameterError(f"bins must be a mapping of variables to widths or text VAR=WIDTH,..., got {bins!r}")
+    out: dict[str, int] = {}
+    for name, given in items:
+        if name not in variables:
+            raise ParameterError(f"bins names {name}, which is not a synthesized variable ({', '.join(variables)})")
+        if name in out:
+            raise ParameterError(f"bins names {name} twice")
+        width: Any = int(given) if isinstance(given, str) and given.isdecimal() else given
+        if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+            raise ParameterError(f"bins: the width of {name} must be a positive integer, got {given!r}")
+        out[str(name)] = int(width)
+    return {v: out[v] for v in variables if v in out}  # in the variables' order: one release for one setting
+
+
+def binned(bins: Mapping[str, int] | None, cats: Mapping[str, Sequence[Any]]) -> dict[str, tuple[list[Any], int]]:
+    """Each binned variable's categories and width, as :func:`pramkit.pgm_compression.compression_of` takes
+    them; a variable none of whose categories is a number cannot be binned.
+
+    Examples
+    --------
+    >>> binned({"AGEP": 5}, {"AGEP": ["0", "1", "N"]})
+    {'AGEP': (['0', '1', 'N'], 5)}
+    >>> binned({"SEX": 2}, {"SEX": ["f", "m"]})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: bins: SEX has no category that is a number (f, m): it cannot be binned
+    """
+    from pramkit.pgm_compression import bin_of
+
+    out = {}
+    for v, width in (bins or {}).items():
+        cs = list(cats[v])
+        if all(bin_of(c, width) is None for c in cs):
+            shown = ", ".join(str(c) for c in cs[:5]) + (", ..." if len(cs) > 5 else "")
+            raise ParameterError(f"bins: {v} has no category that is a number ({shown}): it cannot be binned")
+        out[v] = (cs, width)
+    return out
+
+
 def check_neighbours(neighbours: Any, model: Any = "pgm") -> str:
     """Check the neighbour relation of the guarantee before any data is read: ``"replace-one"`` (any model) or
     ``"add-remove"`` (the model pgm only: the model margins releases one record per original record, so its
@@ -776,7 +845,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
                  anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD,
-                 jointly: bool = True, share: int = 1, quiet: bool = False) -> PgmFit:
+                 jointly: bool = True, share: int = 1, bins: Mapping[str, int] | None = None,
+                 quiet: bool = False) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -821,6 +891,10 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         A variable that one rule alone names has its rare categories merged across the rule's signatures and
         is expanded jointly with the rule's other variables (:func:`pramkit.pgm_compression.compression_of`;
         default; ``False``: merged within signatures, as releases before ``procedure.compress_rules``).
+    bins : mapping, optional
+        Ordered numeric variables' bin widths (:func:`check_bins`): each is modelled in bins of its values,
+        split where a rule treats values apart, and a record drawn into a bin takes a value by the noisy 1-way
+        counts (:func:`pramkit.pgm_compression.bin_groups`).
     share : int
         Each draw given to this many records (1: one draw a record; 2: ``synthesize --min-count 2``): a
         ``share``-th as many records are drawn, by the same systematic sampling, and each is repeated
@@ -854,6 +928,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         raise ParameterError(f"{too_big[0]} has {len(cats[too_big[0]]):,} categories, more than max_cells = "
                              f"{max_cells:,}: raise max_cells or recode it to fewer categories")
     neighbours = check_neighbours(neighbours)
+    bins_of = binned(check_bins(bins, names), cats)
     masks = rule_masks(rules, names, cats, max_cells)
     data = _Data(codes, names, sizes)
     n = len(codes) if neighbours == "replace-one" else None
@@ -878,7 +953,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
             budget.spend(spent)
             first.append(_measure(data, (v,), eps, key, cats, TABLE_SENSITIVITY[neighbours], sigma2))
         comp = compression_of(names, [t.noisy for t in first], [table_sd(t) for t in first], masks,
-                               float(compress), jointly)
+                               float(compress), jointly, bins_of)
         state = _compressed_rounds(mbi, comp, data, cats, masks, key, n)
         domain, sizes_c = state.domain, state.data.sizes
         base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in state.masks])
@@ -1553,9 +1628,9 @@ def table_rho(sensitivity: int, sigma2: float) -> float:
 
 def manifest_groups(raw: Mapping[str, Any]) -> dict[str, list[list[int]] | None] | str:
     """Each variable's groups as a manifest of the model pgm implies them: recomputed from its first 1-way
-    tables, their noise, its rules, ``procedure.compress`` and ``procedure.compress_rules`` (``"jointly"``:
+    tables, their noise, its rules, ``procedure.compress``, ``procedure.compress_rules`` (``"jointly"``:
     merged across the rules' signatures, :func:`pramkit.pgm_compression.compression_of`; absent, as releases
-    before it: within them); or why they cannot be.
+    before it: within them) and ``procedure.bins`` (the declared bins); or why they cannot be.
 
     Examples
     --------
@@ -1580,8 +1655,11 @@ def manifest_groups(raw: Mapping[str, Any]) -> dict[str, list[list[int]] | None]
         masks = rule_masks(as_rules(forbidden) if forbidden else None, names, cats,
                            int((raw.get("procedure") or {}).get("max_cells", MAX_CELLS)))
         jointly = (raw.get("procedure") or {}).get("compress_rules") == "jointly"
+        bins = binned(check_bins((raw.get("procedure") or {}).get("bins"), names), cats)
         comp = compression_of(names, [m["noisy"] for m in first], [table_sd(m) for m in first], masks, threshold,
-                              jointly)
+                              jointly, bins)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         return f"the groups cannot be recomputed ({exc})"
+    except ParameterError as exc:
+        return f"the groups cannot be recomputed: procedure.{exc}"
     return {v: comp.groups_of(v) for v in names}

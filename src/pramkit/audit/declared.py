@@ -887,9 +887,7 @@ def _check_table_shapes(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 
 
 def _check_pgm_groups(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
-    from pramkit.synthesize_pgm import manifest_groups
-
-    wanted = ctx.once("pgm groups", lambda: manifest_groups(ctx.raw))  # every variable's, recomputed once
+    wanted = ctx.once("pgm groups", lambda: _manifest_groups(ctx))  # every variable's, recomputed once
     if isinstance(wanted, str):
         return False, wanted
     return _compare(value, wanted.get(at[1]), "the noisy 1-way table, its noise and the rules give")
@@ -986,7 +984,37 @@ def _check_compress_rules(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
                                       "across the rule's kinds (absent in a manifest written before it)")
 
 
+def _check_pgm_bins(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.errors import ParameterError
+    from pramkit.synthesize_pgm import check_bins, is_pgm
+
+    variables = ctx.raw.get("variables")
+    if not is_pgm(ctx.raw) or not isinstance(variables, dict):
+        return False, "bins are declared with the model pgm only"
+    try:
+        bins = check_bins(value, list(variables))
+    except ParameterError as exc:
+        return False, str(exc)
+    if not bins:
+        return False, "stated empty: a release without bins has no procedure.bins"
+    wanted = ctx.once("pgm groups", lambda: _manifest_groups(ctx))
+    if isinstance(wanted, str):
+        return False, wanted
+    for v in bins:
+        stated = (variables.get(v) or {}).get("groups") if isinstance(variables.get(v), dict) else None
+        if stated != wanted.get(v):
+            return False, f"the bins of {v}, its categories and the rules give other groups than {v}'s stated ones"
+    return True, "each binned variable's groups are those its categories, width and the rules give"
+
+
+def _manifest_groups(ctx: FieldContext) -> Any:
+    from pramkit.synthesize_pgm import manifest_groups
+
+    return manifest_groups(ctx.raw)
+
+
 CHECKS.update({
+    "pgm bins": _check_pgm_bins,
     "synthesized again": _check_synthesized_again,
     "compress rules": _check_compress_rules,
     "tables": _check_tables,

@@ -77,6 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --model pgm: an (epsilon, delta)-DP guarantee accounted in zero-concentrated DP, as "
                         "AIM states its own (discrete Gaussian tables; delta above 0, at most 0.001, and well below "
                         "one over the number of records; default: none, pure epsilon-DP)")
+    p.add_argument("--bins", default=None, metavar="VAR=WIDTH[,...]",
+                   help="with --model pgm: ordered numeric variables modelled in bins of their values (AGEP=5: ages "
+                        "0-4, 5-9, ..., split where a rule treats ages apart); a record drawn into a bin takes one "
+                        "of its values by the noisy 1-way counts (default: none)")
     p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -139,7 +143,7 @@ def print_summary(result: SynthesisResult) -> None:
 
 
 #: The library's keywords that the command spells as flags, in its error messages.
-FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta"}
+FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta", "bins": "--bins"}
 
 
 def as_flags(message: str) -> str:
@@ -154,12 +158,14 @@ def as_flags(message: str) -> str:
     'the rules make 2,000 cells, more than --max-cells = 1,000: raise --max-cells'
     >>> as_flags("delta 1e-05 is stated")
     '--delta 1e-05 is stated'
+    >>> as_flags("bins: the width of AGEP must be a positive integer, got '0'")
+    "--bins: the width of AGEP must be a positive integer, got '0'"
     """
     import re
 
     message = re.sub(r"(?<![\w-])max_cells\b", FLAGS["max_cells"], message)
-    head = message.split(" ", 1)[0]
-    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta") else message
+    head = message.split(" ", 1)[0].rstrip(":")
+    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta", "bins") else message
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                                     decimal=args.decimal, model=args.model,
                                     max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
                                     neighbours=args.neighbours, rounds=args.rounds, delta=args.delta,
-                                    quiet=args.quiet)
+                                    bins=args.bins, quiet=args.quiet)
     except ParameterError as err:
         raise ParameterError(as_flags(str(err))) from None
     if args.json:

@@ -27,7 +27,8 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("variables.*.groups", R, "pgm groups", "with the model pgm, a variable's categories merged for the model, "
                                             "each group the indexes of its categories: recomputed from the "
                                             "variable's noisy 1-way table, its noise, the rules, "
-                                            "procedure.compress and procedure.compress_rules"),
+                                            "procedure.compress, procedure.compress_rules and "
+                                            "procedure.bins"),
     ("public.columns", D, "synthesized again", "the public columns the model conditions on, in order: the "
                                                 "release made again (each one released as it is)"),
     ("public.bins", D, "synthesized again", "the bins of a numeric public column: the release made again"),
@@ -42,6 +43,10 @@ MANIFEST: tuple[PublicField, ...] = fields([
                                                       "rule's kinds and is drawn jointly with the rule's other "
                                                       "variables (absent: a release made before, its groups within "
                                                       "the kinds)"),
+    ("procedure.bins", R, "pgm bins", "with the model pgm, the declared bins, variable -> width: the values in "
+                                      "[k width, (k + 1) width) that every rule treats alike are one category of "
+                                      "the model (absent: none); the groups they give recomputed from the "
+                                      "categories, the width and the rules, against the variable's groups"),
     ("procedure.min_count", R, "min count", "2: every released combination shown twice; counted in the file"),
     ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
     ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
