@@ -722,12 +722,13 @@ _register_post_processed()
 
 def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False, model: str = "margins",
                  neighbours: str = "replace-one", rounds_per_variable: int | None = None,
-                 delta: float | None = None) -> Release:
+                 delta: float | None = None, binned: bool = False) -> Release:
     """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
     ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
     feature's codes its declared range; ``rounds_per_variable``: the model pgm's ``--rounds`` over the number
     of variables (None: the setup's, ``--rounds-per-variable``); ``delta``: the model pgm's ``--delta`` (an
-    (epsilon, delta) guarantee accounted in zCDP)."""
+    (epsilon, delta) guarantee accounted in zCDP); ``binned``: the model pgm's features among the setup's bins
+    modelled in them (``--bins``)."""
     import pramkit
 
     variables = list(setup.features) if every else setup.perturbed
@@ -738,7 +739,7 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
     path = setup.path("synthesized.csv")
     if model == "pgm" and rounds_per_variable is None:
         rounds_per_variable = setup.rounds_per_variable
-    bins = {v: w for v, w in setup.bins.items() if v in variables} if model == "pgm" else {}
+    bins = {v: w for v, w in setup.bins.items() if v in variables} if model == "pgm" and binned else {}
     res = pramkit.synthesize_release(setup.source, path, variables=variables, public=public,
                                      epsilon=epsilon, key=setup.key, categories=categories,
                                      forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
@@ -818,8 +819,9 @@ PEER_EPSILONS = (1, 2, 10)
 PEER_MINUTES = 60
 #: The most ``--rounds-per-variable``: the command's most rounds (10 000) over the largest feature set's 11.
 MOST_ROUNDS_PER_VARIABLE = 900
-#: The model pgm's declared bins (``--bins``): none until measured to pay.
-BINS = ""
+#: The model pgm's declared bins (``--bins``): AGEP in 5-year bins, POVPIP in bins of 25 points (SDNist reads
+#: both in 20 percentile bins); measured to pay on the three feature sets (docs/benchmarks.md).
+BINS = "AGEP=5,POVPIP=25"
 
 
 def dpmm_python() -> str | None:
@@ -918,9 +920,10 @@ def on_demand(name: str) -> bool:
     elif family == "pgm-zcdp":
         single = match.group(3) == "-single"
         build = lambda s: _synthesized(s, eps, 1 if single else 2, every=True, model="pgm",  # noqa: E731
-                                       neighbours="add-remove", delta=PEER_DELTA)
+                                       neighbours="add-remove", delta=PEER_DELTA, binned=True)
         summary = (f"`pramkit synthesize --model pgm --public '' --neighbours add-remove --delta {PEER_DELTA:g}` at "
                    f"central epsilon {eps:g}: the peers' guarantee, (epsilon, delta) by zCDP under add-or-remove"
+                   + "; AGEP and POVPIP in bins where they are features (--bins)"
                    + ("; one draw per record (min-count 1), as the peers draw" if single else ""))
     else:
         model = "pgm" if family == "pgm-all" else "margins"
@@ -1600,8 +1603,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the model pgm's rows (pgm-zcdp, pgm-all) run `--rounds` R times their number of features "
                          f"(default the command's: 4 per variable; 1 to {MOST_ROUNDS_PER_VARIABLE})")
     ap.add_argument("--bins", default=BINS, metavar="VAR=WIDTH[,...]",
-                    help="the model pgm's rows model these features in bins of their values (`synthesize --bins`; "
-                         "default %(default)s; '' for none)")
+                    help="the rows pgm-zcdp model these features in bins of their values (`synthesize --bins`; "
+                         "default %(default)s, each where it is a feature; '' for none)")
     args = ap.parse_args(argv)
     for flag, allowed in (("peer_tools", tuple(PEERS)), ("models", PRAMKIT_MODELS)):
         chosen = name_list(getattr(args, flag), allowed)

@@ -533,10 +533,12 @@ def _asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, argv: l
     (["--bins", "AGEP=5,POVPIP=25"], "pgm-zcdp-1", {"AGEP": 5}),  # POVPIP is no demographic feature
     (["--bins", ""], "pgm-zcdp-1", None),
     (["--bins", "AGEP=5"], "synth-all-1", None),  # the model margins bins nothing
+    (["--bins", "AGEP=5"], "pgm-all-1", None),  # nor the documented rows of pure DP
+    ([], "pgm-zcdp-1", {"AGEP": 5}),  # the default's POVPIP is no demographic feature
 ])
 def test_the_bins_reach_the_model_pgm_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str],
                                           config: str, bins: dict[str, int] | None) -> None:
-    """``--bins``: each release of the model pgm is asked for the bins of its features, the model margins for none
+    """``--bins``: each release of the rows pgm-zcdp is asked for the bins of its features, the others for none
     (``synthesize_release`` stood in for, NIST's records, SDNist not run)."""
     assert _asked(tmp_path, monkeypatch, config, argv).get("bins") == bins
 
