@@ -134,7 +134,7 @@ def enumerate_posteriors(original: pd.DataFrame, released: pd.DataFrame, matrice
     return out
 
 
-def _check_against(c: BayesCeiling, expected: dict[int, dict[str, float]]) -> None:
+def _check_against(c: BayesCeiling, expected: dict[int, dict[str, float]], rel: float | None = None) -> None:
     labels = [str(x) for x in c.categories]
     assert np.isfinite(c.posterior).all() and np.isfinite(c.prior_given_known).all()
     assert np.allclose(c.posterior.sum(axis=1), 1.0)
@@ -144,7 +144,10 @@ def _check_against(c: BayesCeiling, expected: dict[int, dict[str, float]]) -> No
         got = {x: p for x, p in zip(labels, post) if p > 1e-300}
         assert set(got) <= set(want)
         for x, p in want.items():
-            assert math.isclose(post[labels.index(x)], p, rel_tol=1e-9, abs_tol=1e-12), (row, x)
+            # an estimated prior is the MLE's iterate, its stopping rule's relative 1e-8 or so apart between two
+            # calls that order the cells differently (1.5e-8 seen): a wrong prior is off by far more
+            assert math.isclose(post[labels.index(x)], p, rel_tol=1e-9 if rel is None else rel, abs_tol=1e-12), \
+                (row, x)
 
 
 def _finite(c: BayesCeiling) -> None:
@@ -235,7 +238,8 @@ def test_a_known_stratum_works_with_the_estimated_prior(stratified: tuple, tmp_p
         assert c.prior == "estimated (mle)" and c.records == len(data)
         _finite(c)
         prior = _estimated_counts(released, manifest, known, target)
-        _check_against(c, enumerate_posteriors(data, released, _matrices(manifest, tmp_path), known, target, prior))
+        _check_against(c, enumerate_posteriors(data, released, _matrices(manifest, tmp_path), known, target, prior),
+                       rel=1e-6)
 
 
 # --- Kept codes, a missing stratum, a joint variable -------------------------------------------------------------

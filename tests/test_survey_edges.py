@@ -509,3 +509,21 @@ def test_unpaired_values_through_design_and_apply(seed: int, stratified: bool, b
     assert not ((out["age"] == "0-15") & north & ~alone).any()
     assert not ((out["age"] == "0-15") & north & out["status"].notna()).any()
     assert (out["status"].isna() == frame["status"].isna()).all()
+
+
+@pytest.mark.parametrize("epsilon", [355.0, 699.0])
+def test_the_form8_optimum_past_a_double_of_e_to_twice_epsilon_is_the_entropy(epsilon: float) -> None:
+    """At an epsilon whose e^(2 epsilon) passes a double (above 354), the audit's re-proof of a form (8) design
+    solves its vertices without overflowing (it raised a RuntimeWarning, a traceback under ``-W error``, found by
+    the test above) and finds the identity's information, the entropy of p (scipy's, in nats)."""
+    import warnings
+
+    from scipy.stats import entropy
+
+    from pramkit.audit.manifest import form8_optimum
+
+    p = np.array([0.12, 0.2, 0.3, 0.38])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = form8_optimum(p, epsilon)
+    assert math.isclose(got, float(entropy(p)), rel_tol=1e-9)

@@ -389,10 +389,12 @@ def _pattern_vertices(size: int, epsilon: float, truthful: bool) -> list[np.ndar
     found: list[np.ndarray] = []
     for chosen in itertools.combinations(range(len(rows)), levels):
         sub = g[list(chosen)]
-        if abs(np.linalg.det(sub)) < 1e-12:
-            continue
-        x = np.linalg.solve(sub, h[list(chosen)])
-        if np.all(g @ x <= h + 1e-12 * np.maximum(1.0, np.abs(h))) and not any(np.allclose(x, y) for y in found):
+        with np.errstate(over="ignore", invalid="ignore"):  # e^epsilon squared passes a double above epsilon 354
+            if not abs(np.linalg.det(sub)) >= 1e-12:
+                continue
+            x = np.linalg.solve(sub, h[list(chosen)])
+            feasible = np.isfinite(x).all() and np.all(g @ x <= h + 1e-12 * np.maximum(1.0, np.abs(h)))
+        if feasible and not any(np.allclose(x, y) for y in found):
             found.append(x)
     return found
 
