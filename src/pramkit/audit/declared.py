@@ -1001,7 +1001,7 @@ def _check_pgm_bins(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     if isinstance(wanted, str):
         return False, wanted
     for v in bins:
-        stated = (variables.get(v) or {}).get("groups") if isinstance(variables.get(v), dict) else None
+        stated = variables[v].get("groups") if isinstance(variables[v], dict) else None  # check_bins: v is one
         if stated != wanted.get(v):
             return False, f"the bins of {v}, its categories and the rules give other groups than {v}'s stated ones"
     return True, "each binned variable's groups are those its categories, width and the rules give"
