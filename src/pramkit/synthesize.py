@@ -64,6 +64,7 @@ from pramkit.frames import pandas_table
 from pramkit.kernel import _kernels
 from pramkit.kernel.rng import Pieces, SecretKey, resolve_key, uniforms
 from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
+from pramkit.pgm_balance import check_draw
 from pramkit.pgm_compression import COMPRESS_SD
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
@@ -284,6 +285,7 @@ def synthesize_release(
     rounds: int | None = None,
     delta: float | None = None,
     bins: Mapping[str, int] | str | None = None,
+    draw: str | None = None,
     quiet: bool = False,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
@@ -355,6 +357,13 @@ def synthesize_release(
         category of the model, and a record drawn into it takes one of them by the noisy 1-way counts
         (:mod:`pramkit.pgm_compression`).  Fewer cells for the tables to spread their noise over; the
         bins read no data.  The manifest's ``procedure.bins`` states them.
+    draw : {"auto", "balanced", "systematic"}, optional
+        With ``model="pgm"``: how the records are drawn from the fitted model (:mod:`pramkit.pgm_balance`).
+        ``"systematic"``: along its junction tree, by systematic sampling; ``"balanced"``: chosen among four
+        times as many such draws by a keyed local search, so that every 3-way table of the released file is
+        close to the model's (post-processing: the guarantee is the same); ``"auto"`` (default): balanced
+        when the pool fits in about 160 MB.  The manifest's ``procedure.draw`` states the setting and
+        ``procedure.balanced`` what was done.
     quiet : bool
         No progress bars (with ``model="pgm"``: the records read, the budget spent by the rounds, the variables
         drawn, the records written).
@@ -395,6 +404,7 @@ def synthesize_release(
     rounds = check_rounds(rounds, len(variables), model)
     delta = check_delta(delta, model)
     bins = check_bins(bins, variables, model)
+    draw = check_draw(draw, model)
     if model == "pgm" and public_cols:
         raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
                              f"{', '.join(public_cols)}), or use the model margins")
@@ -409,7 +419,7 @@ def synthesize_release(
     sk = resolve_key(key)
     if model == "pgm":
         made = _draw_pgm(read, variables, read.cats, rules, epsilon, sk, min_count, max_cells, neighbours,
-                         rounds, delta, quiet, bins)
+                         rounds, delta, quiet, bins, draw)
     else:
         made = _draw_margins(read, variables, public_cols, rules, epsilon, sk, pool, sweeps, min_count,
                              public_bins, decimal if src is not None else CSV_DECIMAL)
@@ -613,14 +623,16 @@ def _draw_margins(read: _Read, variables: tuple[str, ...], public_cols: tuple[st
 def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
               rounds: int | None = None, delta: float | None = None, quiet: bool = True,
-              bins: Mapping[str, int] | None = None) -> _Made:
+              bins: Mapping[str, int] | None = None, draw: str = "systematic") -> _Made:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
     2.  ``rounds``: the nominal rounds (``None``: the default, which the draws' key does not name).  Under zCDP
     (``delta``), also the accounting's figures for the ledger (:func:`zcdp_figures`; else None).  Last, each
     variable's compressed categories (:mod:`pramkit.pgm_compression`: ``None`` for one not compressed);
-    ``bins``: the declared bins (``None``: none, which the draws' key does not name)."""
+    ``bins``: the declared bins (``None``: none, which the draws' key does not name); ``draw``: the draw
+    setting (:mod:`pramkit.pgm_balance`; ``"systematic"``, the only draw before it, the draws' key does not
+    name)."""
     from pramkit.synthesize_pgm import default_rounds, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
@@ -632,11 +644,12 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
                            *([neighbours] if neighbours != "replace-one" else []),
                            *([{"rounds": rounds}] if rounds is not None else []),
                            *([{"delta": delta}] if delta is not None else []),
-                           *([{"bins": bins}] if bins else [])]).encode()
+                           *([{"bins": bins}] if bins else []),
+                           *([{"draw": draw}] if draw != "systematic" else [])]).encode()
     draw_key = sk.for_data("synthesize-pgm", Pieces(read.codes.size * 8, code_chunks(read.codes)), settings)
     fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
                        max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta, share=min_count,
-                       bins=bins, quiet=quiet)
+                       bins=bins, draw_by=draw, quiet=quiet)
     drawn, shared = fit.drawn, fit.shared  # with min-count 2, half as many drawn, each given to two records
     measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
                     for t in fit.measurements]
@@ -645,7 +658,8 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     groups = {v: fit.compression.groups_of(v) for v in variables}
     procedure = {"model": "pgm", "max_cells": max_cells, "rounds": fit.rounds, "min_count": min_count,
                  **({"delta": delta} if delta is not None else {}), "compress": COMPRESS_SD,
-                 "compress_rules": "jointly", **({"bins": dict(bins)} if bins else {})}
+                 "compress_rules": "jointly", **({"bins": dict(bins)} if bins else {}), "draw": draw,
+                 "balanced": fit.balanced}
     return _Made(drawn, measurements, fit.selections, shared, procedure, zcdp, groups)
 
 

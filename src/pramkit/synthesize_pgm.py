@@ -36,7 +36,9 @@ and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's
    group of records of the same drawn values (mbi's ``"round"`` method), at keyed uniforms.  A value of
    probability 0 is never drawn, so every record keeps every rule (checked on the released records).  When
    each draw is shared (``share``, ``synthesize --min-count 2``), a ``share``-th as many records are drawn
-   and each is repeated (:func:`shared_draws`).
+   and each is repeated (:func:`shared_draws`).  Balanced (``draw_by``, :mod:`pramkit.pgm_balance`): the
+   draws are chosen among four times as many by a keyed local search, so that every 3-way table of the
+   released file meets the model's, not only the tables of its cliques.
 
 Every epsilon (each selection's and each measurement's) is in the ledger: their exact sum is at most the
 budget (pure epsilon-DP by sequential composition, replace-one neighbours).  Everything after the
@@ -93,6 +95,7 @@ import numpy as np
 
 from pramkit.errors import DataError, ParameterError
 from pramkit.kernel.rng import SecretKey, uniforms
+from pramkit.pgm_balance import POOL, balance, check_draw, is_balanced
 from pramkit.pgm_compression import COMPRESS_SD, compression_of
 from pramkit.synthesize_codes import cell_index, code_chunks, code_dtype, count_cells
 
@@ -182,7 +185,8 @@ class PgmFit:
     """What :func:`fit_and_draw` made: the drawn codes (records by variables), the measurements (the 1-way
     tables, then one per round), the selections, the model's size in cells and its cliques; under add-or-remove
     neighbours, ``total``: the total estimated from the noisy tables (the drawn records are it, rounded);
-    ``shared``: the records that take another record's draw (``share`` above 1)."""
+    ``shared``: the records that take another record's draw (``share`` above 1); ``balanced``: whether the
+    draws were balanced (:mod:`pramkit.pgm_balance`)."""
 
     drawn: np.ndarray
     measurements: list[Any]
@@ -193,6 +197,7 @@ class PgmFit:
     total: float | None = None
     compression: Any = None
     shared: int = 0
+    balanced: bool = False
 
 
 def check_pgm_settings(model: Any, max_cells: Any) -> str:
@@ -846,7 +851,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
                  anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD,
                  jointly: bool = True, share: int = 1, bins: Mapping[str, int] | None = None,
-                 quiet: bool = False) -> PgmFit:
+                 draw_by: str = "systematic", quiet: bool = False) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -899,6 +904,10 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         Each draw given to this many records (1: one draw a record; 2: ``synthesize --min-count 2``): a
         ``share``-th as many records are drawn, by the same systematic sampling, and each is repeated
         (:func:`shared_draws`), so that the released tables are those of the smaller draw.
+    draw_by : {"systematic", "balanced", "auto"}
+        How the draws are made (:mod:`pramkit.pgm_balance`): along the junction tree only (default), or chosen
+        among :data:`pramkit.pgm_balance.POOL` times as many so that every 3-way table meets the model's
+        (``"auto"``: when the pool is small enough, :func:`pramkit.pgm_balance.is_balanced`).
     quiet : bool
         No progress bars (the rounds, by the share of the budget spent; the draws, by variable).
 
@@ -969,14 +978,28 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         data.forget()
         state.data.forget()
         draws = max(1, rows // share)
-        drawn = expand(comp, draw(state.factors(), names, sizes_c, draws, draw_key, state.cliques(), quiet=quiet),
-                       names, draw_key)
+        balanced = is_balanced(check_draw(draw_by), draws, len(names))
+        made = _draws(state, names, sizes_c, draws, share, draw_key, balanced, quiet)
+        drawn = expand(comp, made, names, draw_key)
     _check_rules_kept(masks, names, drawn)
     if share > 1:
         drawn = shared_draws(drawn, rows, share, draw_key)
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
                   [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp,
-                  rows - draws)
+                  rows - draws, balanced)
+
+
+def _draws(state: _Rounds, names: Sequence[str], sizes: Sequence[int], draws: int, share: int,
+           key: SecretKey, balanced: bool, quiet: bool) -> np.ndarray:
+    """``draws`` records over the compressed categories, drawn from the fitted model along its junction tree,
+    or (``balanced``) chosen among :data:`pramkit.pgm_balance.POOL` times as many (:func:`balance`)."""
+    factors, cliques = state.factors(), state.cliques()
+    if not balanced:
+        return draw(factors, names, sizes, draws, key, cliques, quiet=quiet)
+    pool = draw(factors, names, sizes, POOL * draws, key, cliques, quiet=quiet)
+    chosen = balance(pool, draws, share, sizes, lambda t: factors.marginal(tuple(names[i] for i in t)), key,
+                     quiet=quiet)
+    return pool[chosen]
 
 
 def expand(comp: Any, drawn: np.ndarray, names: Sequence[str], key: SecretKey) -> np.ndarray:

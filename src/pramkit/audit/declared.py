@@ -1007,6 +1007,34 @@ def _check_pgm_bins(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     return True, "each binned variable's groups are those its categories, width and the rules give"
 
 
+def _check_pgm_draw(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.pgm_balance import DRAWS
+    from pramkit.synthesize_pgm import is_pgm
+
+    if not is_pgm(ctx.raw):
+        return False, "a draw setting is stated with the model pgm only"
+    if value not in DRAWS:
+        return False, f"stated {value!r}: one of {', '.join(DRAWS)}"
+    return True, "a draw setting of the model pgm (the release made again follows it)"
+
+
+def _check_pgm_balanced(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.pgm_balance import DRAWS, is_balanced
+    from pramkit.synthesize_pgm import is_pgm
+
+    proc = ctx.raw.get("procedure")
+    proc = proc if isinstance(proc, dict) else {}
+    draw, rows, share = proc.get("draw", "systematic"), ctx.raw.get("rows"), proc.get("min_count", 2)
+    variables = ctx.raw.get("variables")
+    if not is_pgm(ctx.raw) or draw not in DRAWS or not isinstance(variables, dict):
+        return False, "stated without the model pgm and a draw setting"
+    if isinstance(rows, bool) or not isinstance(rows, int) or share not in (1, 2):
+        return False, "the released rows or procedure.min_count are not stated as whole numbers"
+    wanted = is_balanced(draw, max(1, rows // share), len(variables))
+    return _compare(value, wanted, f"recomputed from the draw {draw!r}, {max(1, rows // share):,} draws and "
+                                   f"{len(variables)} variables:")
+
+
 def _manifest_groups(ctx: FieldContext) -> Any:
     from pramkit.synthesize_pgm import manifest_groups
 
@@ -1015,6 +1043,8 @@ def _manifest_groups(ctx: FieldContext) -> Any:
 
 CHECKS.update({
     "pgm bins": _check_pgm_bins,
+    "pgm draw": _check_pgm_draw,
+    "pgm balanced": _check_pgm_balanced,
     "synthesized again": _check_synthesized_again,
     "compress rules": _check_compress_rules,
     "tables": _check_tables,

@@ -81,6 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --model pgm: ordered numeric variables modelled in bins of their values (AGEP=5: ages "
                         "0-4, 5-9, ..., split where a rule treats ages apart); a record drawn into a bin takes one "
                         "of its values by the noisy 1-way counts (default: none)")
+    p.add_argument("--draw", default=None, choices=("auto", "balanced", "systematic"),
+                   help="with --model pgm: how the records are drawn from the fitted model: 'balanced' chooses them "
+                        "among four times as many draws so that every 3-way table is close to the model's "
+                        "(post-processing: the same guarantee); 'systematic' draws along the model's tree only; "
+                        "'auto' (default) balances when the pool fits in about 160 MB")
     p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -143,7 +148,7 @@ def print_summary(result: SynthesisResult) -> None:
 
 
 #: The library's keywords that the command spells as flags, in its error messages.
-FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta", "bins": "--bins"}
+FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta", "bins": "--bins", "draw": "--draw"}
 
 
 def as_flags(message: str) -> str:
@@ -165,7 +170,7 @@ def as_flags(message: str) -> str:
 
     message = re.sub(r"(?<![\w-])max_cells\b", FLAGS["max_cells"], message)
     head = message.split(" ", 1)[0].rstrip(":")
-    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta", "bins") else message
+    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta", "bins", "draw") else message
 
 
 def run(args: argparse.Namespace) -> int:
@@ -202,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
                                     decimal=args.decimal, model=args.model,
                                     max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
                                     neighbours=args.neighbours, rounds=args.rounds, delta=args.delta,
-                                    bins=args.bins, quiet=args.quiet)
+                                    bins=args.bins, draw=args.draw, quiet=args.quiet)
     except ParameterError as err:
         raise ParameterError(as_flags(str(err))) from None
     if args.json:

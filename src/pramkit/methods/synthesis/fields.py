@@ -47,6 +47,12 @@ MANIFEST: tuple[PublicField, ...] = fields([
                                       "[k width, (k + 1) width) that every rule treats alike are one category of "
                                       "the model (absent: none); the groups they give recomputed from the "
                                       "categories, the width and the rules, against the variable's groups"),
+    ("procedure.draw", R, "pgm draw", "with the model pgm, the draw setting: 'auto', 'balanced' or 'systematic' "
+                                      "(absent: 'systematic', a release made before it)"),
+    ("procedure.balanced", R, "pgm balanced", "with the model pgm, whether the draws were balanced (chosen among "
+                                              "four times as many to meet the model's 3-way tables): recomputed "
+                                              "from procedure.draw, the released rows, procedure.min_count and "
+                                              "the variables"),
     ("procedure.min_count", R, "min count", "2: every released combination shown twice; counted in the file"),
     ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
     ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
