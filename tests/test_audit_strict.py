@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import SDC_DATA
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -440,6 +440,7 @@ def test_the_nested_bound_holds_every_second_step():
 
 @given(qs=st.lists(st.lists(st.floats(0.1, 0.9), min_size=2, max_size=5), min_size=1, max_size=3),
        which=st.integers(0, 10), factor=st.sampled_from([0.5, 0.9]))
+@example(qs=[[0.5, 0.5]], which=0, factor=0.5)  # every entry 1/2: epsilon 0, stated 0, proved
 @settings(max_examples=25, deadline=None)
 def test_generated_manifests_pass_and_any_lowered_figure_is_named(tmp_path_factory, qs, which, factor):
     """Form (8) matrices of any diagonal: the untouched manifest passes; any one of its stated epsilons

@@ -135,11 +135,15 @@ def holds(stated: float, ratio: Fraction | float) -> tuple[bool, bool]:
     ((True, True), (False, False))
     >>> holds(1e20, Fraction(3))                     # e^1e20 is beyond Decimal's range: above any ratio
     (True, False)
+    >>> holds(0.0, Fraction(1)), holds(0.0, Fraction(3, 2))    # e^0 is 1 exactly: no step down
+    ((True, True), (False, False))
     """
     if math.isinf(ratio):
         return math.isinf(stated), math.isinf(stated)
     if math.isinf(stated):
         return True, False
+    if stated == 0.0:  # e^0 = 1 exactly: the identity's ratio 1 is epsilon 0, proved without a rounding step
+        return ratio <= 1, ratio <= 1
     power = Decimal(stated).exp(_CTX)
     # e^stated beyond Decimal's range is above any ratio of doubles (at most 2^2098): proved
     proved = power.is_infinite() or Fraction(_CTX.next_minus(power)) >= ratio

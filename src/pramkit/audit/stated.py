@@ -241,8 +241,12 @@ def realised_law_checks(manifest: Manifest, raw: Mapping[str, Any]) -> list[Chec
 
 
 def _exp_down(x: float) -> Decimal:
-    """A lower bound on ``e^x`` at 60 digits."""
-    return _CTX.next_minus(Decimal(x).exp(_CTX))
+    """A lower bound on ``e^x`` at 60 digits (``e^0``: 1, exactly).
+
+    >>> _exp_down(0.0), _exp_down(1.0) < Decimal(1).exp(_CTX)
+    (Decimal('1'), True)
+    """
+    return Decimal(1) if x == 0 else _CTX.next_minus(Decimal(x).exp(_CTX))
 
 
 def _product_up(design: float, ratios: Sequence[Fraction]) -> Decimal:
@@ -251,7 +255,9 @@ def _product_up(design: float, ratios: Sequence[Fraction]) -> Decimal:
     for r in ratios:
         total *= r
     factor = _UP.divide(Decimal(total.numerator), Decimal(total.denominator))
-    return _UP.multiply(_UP.next_plus(Decimal(design).exp(_UP)), _UP.next_plus(factor))
+    if total.denominator != 1:  # an integer product is exact at 60 digits; a quotient is stepped up
+        factor = _UP.next_plus(factor)
+    return _UP.multiply(Decimal(1) if design == 0 else _UP.next_plus(Decimal(design).exp(_UP)), factor)
 
 
 def _total_check(subject: str, field: str, value: Any, design: float,
