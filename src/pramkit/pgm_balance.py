@@ -146,20 +146,3 @@ def balance(pool: np.ndarray, m: int, share: int, sizes: Sequence[int],
         bar.update(steps % 65536)
     return inside
 
-
-def distance(codes: np.ndarray, sizes: Sequence[int], marginal: Callable[[tuple[int, ...]], np.ndarray]) -> float:
-    """The mean over the workload's tables of the total variation distance between the records ``codes`` and
-    the model (``marginal`` as for :func:`balance`): what the balanced draw lowers.
-
-    Examples
-    --------
-    >>> distance(np.array([[0, 0], [1, 1]]), [2, 2], lambda t: np.array([[1.0, 0.0], [0.0, 1.0]]))
-    0.0
-    """
-    out = []
-    for t in workload_tables(codes.shape[1]):
-        shape = [sizes[i] for i in t]
-        p = np.clip(np.asarray(marginal(t), dtype=float), 0.0, None).ravel()
-        q = np.bincount(np.ravel_multi_index([codes[:, i] for i in t], shape), minlength=math.prod(shape))
-        out.append(0.5 * float(np.abs(q / max(1, len(codes)) - p / p.sum()).sum()))
-    return float(np.mean(out))
