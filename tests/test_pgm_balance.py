@@ -13,13 +13,15 @@ balanced and once systematic with one key:
 
 The local search itself is checked against a brute-force optimum where a swap search must reach it (one table:
 a separable convex objective), and, on arbitrary pools (Hypothesis), never to end farther from the model than it
-started, the distance counted by brute force.  Skipped in one line without ``mbi`` or without the shared data.
+started, the distance counted by brute force; and the compiled search against a search written here, swap by
+swap, in exact rational arithmetic (Fractions), which must make the same choices.  Skipped in one line without ``mbi`` or without the shared data.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -29,8 +31,10 @@ from conftest import nist_inputs, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.kernel.rng import resolve_key
-from pramkit.pgm_balance import balance, check_draw, is_balanced, workload_tables
+from pramkit.errors import DataError
+from pramkit.kernel import _kernels
+from pramkit.kernel.rng import resolve_key, uniforms
+from pramkit.pgm_balance import ONE, POOL, STEPS, balance, check_draw, is_balanced, workload_tables
 
 VARS = ["AGEP", "MSP", "SEX", "RAC1P", "EDU"]
 ROWS = 3_000
@@ -203,3 +207,76 @@ def test_the_search_never_ends_farther_than_it_started(share, seed, m, sizes):
     assert len(set(chosen.tolist())) == m and chosen.min() >= 0 and chosen.max() < len(pool)
     start = _objective(pool, np.arange(m), share, sizes, model)
     assert _objective(pool, chosen, share, sizes, model) <= start + 1e-6
+
+
+def _search_by_hand(pool: np.ndarray, m: int, share: int, sizes: list[int], model: np.ndarray,
+                    key: Any) -> list[int]:
+    """The swap search as the module docstring states it, one proposal at a time, each table counted with
+    Python dicts and the goals rounded to the fixed point's unit as Fractions: the positions released."""
+    tables = workload_tables(pool.shape[1])
+    goal, count = {}, {}
+    for t in tables:
+        other = tuple(i for i in range(pool.shape[1]) if i not in t)
+        p = model.sum(axis=other) if other else model
+        for cell in itertools.product(*(range(sizes[i]) for i in t)):
+            goal[t, cell] = Fraction(round(Fraction(float(m * share * p[cell] / p.sum())) * ONE), ONE)
+            count[t, cell] = Fraction(0)
+    inside, outside = list(range(m)), list(range(m, len(pool)))
+    for r in inside:
+        for t in tables:
+            count[t, tuple(pool[r, list(t)])] += share
+    steps = STEPS * m
+    pick_in = (uniforms(key, "@pgm|balance-in", 0, steps) * m).astype(np.int64)
+    pick_out = (uniforms(key, "@pgm|balance-out", 0, steps) * len(outside)).astype(np.int64)
+    for a, b in zip(pick_in.tolist(), pick_out.tolist()):
+        gone, come = inside[a], outside[b]
+        change = Fraction(0)
+        for t in tables:
+            ci, cj = (t, tuple(pool[gone, list(t)])), (t, tuple(pool[come, list(t)]))
+            if ci != cj:
+                x, y = count[ci], count[cj]
+                change += (abs(y + share - goal[cj]) - abs(y - goal[cj])
+                           + abs(x - share - goal[ci]) - abs(x - goal[ci]))
+        if change < 0:
+            for t in tables:
+                count[t, tuple(pool[come, list(t)])] += share
+                count[t, tuple(pool[gone, list(t)])] -= share
+            inside[a], outside[b] = come, gone
+    return inside
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 2), st.integers(0, 2**31), st.integers(2, 12), st.lists(st.integers(1, 3), min_size=1,
+                                                                            max_size=4))
+def test_the_compiled_search_makes_the_choices_of_exact_arithmetic(share, seed, m, sizes):
+    rng = np.random.default_rng(seed)
+    pool = np.stack([rng.integers(0, s, POOL * m) for s in sizes], 1)
+    model = rng.random(sizes) ** 2 + 0.01
+    key = resolve_key(seed.to_bytes(32, "big"))
+    assert balance(pool, m, share, sizes, _marginal(model), key).tolist() == \
+        _search_by_hand(pool, m, share, sizes, model, key)
+
+
+def test_a_domain_too_large_to_balance_is_refused_before_any_table():
+    pool = np.zeros((8, 3), dtype=np.int64)
+    never = lambda t: pytest.fail("a marginal was asked for")  # noqa: E731
+    with pytest.raises(DataError, match="too large"):
+        balance(pool, 2, 1, [2_000, 2_000, 1_000], never, resolve_key(bytes(32)))
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    ("idx", "a cell outside the counts"), ("inside", "a slot outside the pool"),
+    ("picks", "a pick outside the slots"), ("goal", "goal: expected"),
+])
+def test_the_compiled_search_refuses_what_would_read_outside_its_arrays(where, message):
+    parts = {"idx": np.array([[0], [1], [0]], dtype=np.int32), "counts": np.array([1, 0], dtype=np.int64),
+             "goal": np.array([0, 1], dtype=np.int64), "inside": np.array([0], dtype=np.int64),
+             "outside": np.array([1, 2], dtype=np.int64), "picks": np.array([0, 1], dtype=np.int64)}
+    bad = {"idx": np.array([[0], [2], [0]], dtype=np.int32), "inside": np.array([3], dtype=np.int64),
+           "picks": np.array([1, 0], dtype=np.int64), "goal": np.array([0], dtype=np.int64)}
+    before = parts["counts"].copy()
+    args = {**parts, where: bad[where]}
+    with pytest.raises(ValueError, match=message):
+        _kernels.balance_swaps(args["idx"], args["counts"], args["goal"], args["inside"], args["outside"],
+                               args["picks"], 1, 1)
+    assert parts["counts"].tolist() == before.tolist()

@@ -13,7 +13,9 @@ total variation in the 3-way tables as the model's own error.  The balanced draw
    keyed uniforms, and they change places when that lowers the objective: the L1 distance, added up over
    every table of the workload (each 3-way marginal of the variables, every marginal when there are fewer
    than three), between the released counts (each draw counted ``share`` times) and the model's
-   marginals scaled to the released records.
+   marginals scaled to the released records.  The counts and the marginals are held in fixed point (units
+   of ``1 / ONE``), so a swap's change is summed exactly: whether it gains depends on no order of addition,
+   machine or library.  The search runs compiled (:func:`pramkit.kernel._kernels.balance_swaps`).
 
 Everything here reads the fitted model and the key only: it is post-processing of the noisy tables, and the
 privacy guarantee is unchanged.  The search is deterministic given the key, so the audit's release made
@@ -32,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from pramkit.errors import ParameterError
+from pramkit.errors import DataError, ParameterError
 from pramkit.kernel.rng import SecretKey, uniforms
+from pramkit.synthesize_codes import cell_index
 
 #: How the released records are drawn from the model pgm: ``"auto"`` (balanced when small enough, below),
 #: ``"balanced"`` (this module) or ``"systematic"`` (along the junction tree only, as releases before it).
@@ -44,6 +47,10 @@ POOL = 4
 STEPS = 16
 #: The most pool cells (pool records times tables) of a balanced draw under ``"auto"`` (about 160 MB).
 MOST_ENTRIES = 40_000_000
+#: The unit of the search's counts and goals (fixed point, so that a swap's change is exact in any order).
+ONE = 2**20
+#: The swaps proposed per call of the compiled search (between updates of the progress bar).
+CHUNK = 1 << 20
 
 
 def check_draw(draw: Any, model: Any = "pgm") -> str:
@@ -110,39 +117,33 @@ def balance(pool: np.ndarray, m: int, share: int, sizes: Sequence[int],
     >>> sorted(pool[balance(pool, 4, 1, [2, 2], half, resolve_key(bytes(32)))][:, 0].tolist())
     [0, 0, 1, 1]
     """
+    from pramkit.kernel import _kernels
     from pramkit.progress import progress
 
     n = m * share
     tables = workload_tables(pool.shape[1])
     cells = sum(math.prod(sizes[i] for i in t) for t in tables)
-    idx = np.empty((len(pool), len(tables)), dtype=np.int32 if cells < 2**31 else np.int64)
+    if cells >= 2**31:
+        raise DataError(f"a balanced draw over {cells:,} cells of 3-way tables is too large (at most 2^31): "
+                        "draw systematically")
+    idx = np.empty((len(pool), len(tables)), dtype=np.int32)
     target = []
     offset = 0
     for k, t in enumerate(tables):
         p = np.clip(np.asarray(marginal(t), dtype=float), 0.0, None).ravel()
         total = p.sum()
         target.append(n * p / total if total > 0 else p)
-        idx[:, k] = offset + np.ravel_multi_index([pool[:, i] for i in t], [sizes[i] for i in t])
+        idx[:, k] = offset + cell_index([pool[:, i] for i in t], [sizes[i] for i in t])
         offset += p.size
-    goal = np.concatenate(target)
-    counts = np.bincount(idx[:m].ravel(), minlength=offset).astype(float) * share
-    inside, outside = np.arange(m), np.arange(m, len(pool))
+    goal = np.rint(np.concatenate(target) * ONE).astype(np.int64)
+    counts = np.bincount(idx[:m].ravel(), minlength=offset).astype(np.int64) * (share * ONE)
+    inside, outside = np.arange(m, dtype=np.int64), np.arange(m, len(pool), dtype=np.int64)
     steps = STEPS * m if len(outside) else 0
     pick_in = (uniforms(key, "@pgm|balance-in", 0, steps) * m).astype(np.int64)
     pick_out = (uniforms(key, "@pgm|balance-out", 0, steps) * max(1, len(outside))).astype(np.int64)
     with progress(total=steps, desc="balancing the draw", unit="swaps", quiet=quiet) as bar:
-        for s in range(steps):
-            a, b = pick_in[s], pick_out[s]
-            ci, cj = idx[inside[a]], idx[outside[b]]
-            x, y, gi, gj = counts[ci], counts[cj], goal[ci], goal[cj]
-            change = np.abs(y + share - gj) - np.abs(y - gj) + np.abs(x - share - gi) - np.abs(x - gi)
-            change[ci == cj] = 0.0
-            if change.sum() < 0.0:
-                counts[cj] += share
-                counts[ci] -= share
-                inside[a], outside[b] = outside[b], inside[a]
-            if s % 65536 == 65535:
-                bar.update(65536)
-        bar.update(steps % 65536)
+        for s in range(0, steps, CHUNK):
+            picks = np.concatenate([pick_in[s:s + CHUNK], pick_out[s:s + CHUNK]])
+            _kernels.balance_swaps(idx, counts, goal, inside, outside, picks, len(tables), share * ONE)
+            bar.update(len(picks) // 2)
     return inside
-

@@ -29,6 +29,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef Py_ssize_t intp;
@@ -2445,6 +2446,87 @@ rake_fit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------- balance */
+
+/* The balanced draw's swap search (pramkit.pgm_balance.balance): for each proposal s, the released draw at
+ * slot pick[s] (inside) and the pool record at slot pick[steps + s] (outside) change places when that lowers
+ * sum |counts - goal| over the cells of every table; idx holds each pool record's cell of every table.
+ * Counts and goals are integers (fixed point), so the change is exact and its sign does not depend on the
+ * order of the sum.  Returns the swaps made. */
+static PyObject *
+balance_swaps(PyObject *self, PyObject *args)
+{
+    Py_buffer b[6];
+    Py_ssize_t tables;
+    long long share;
+    if (!PyArg_ParseTuple(args, "y*w*y*w*w*y*nL", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tables, &share)) {
+        return NULL;
+    }
+    Py_ssize_t cells = b[1].len / (Py_ssize_t)sizeof(int64_t), m = b[3].len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t rest = b[4].len / (Py_ssize_t)sizeof(int64_t), steps = b[5].len / (Py_ssize_t)sizeof(int64_t) / 2;
+    Py_ssize_t pool = m + rest, bad = -1;
+    int ok = tables > 0 && share > 0 && check_len(&b[0], pool * tables, sizeof(int32_t), "idx") == 0 &&
+             check_len(&b[2], cells, sizeof(int64_t), "goal") == 0 &&
+             check_len(&b[5], 2 * steps, sizeof(int64_t), "picks") == 0;
+    if (!ok) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "balance_swaps: inconsistent sizes");
+        }
+        release(b, 6);
+        return NULL;
+    }
+    const int32_t *idx = b[0].buf;
+    const int64_t *goal = b[2].buf, *pick = b[5].buf;
+    int64_t *counts = b[1].buf, *inside = b[3].buf, *outside = b[4].buf;
+    Py_ssize_t swaps = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < pool * tables && bad < 0; i++) {
+        if (idx[i] < 0 || idx[i] >= cells) {
+            bad = 0;
+        }
+    }
+    for (Py_ssize_t i = 0; i < m && bad < 0; i++) {
+        bad = inside[i] < 0 || inside[i] >= pool ? 1 : -1;
+    }
+    for (Py_ssize_t i = 0; i < rest && bad < 0; i++) {
+        bad = outside[i] < 0 || outside[i] >= pool ? 1 : -1;
+    }
+    for (Py_ssize_t s = 0; s < steps && bad < 0; s++) {
+        int64_t a = pick[s], o = pick[steps + s];
+        if (a < 0 || a >= m || o < 0 || o >= rest) {
+            bad = 2;
+            break;
+        }
+        const int32_t *ci = idx + inside[a] * tables, *cj = idx + outside[o] * tables;
+        int64_t change = 0;
+        for (Py_ssize_t k = 0; k < tables; k++) {
+            if (ci[k] != cj[k]) {
+                int64_t x = counts[ci[k]], y = counts[cj[k]], gi = goal[ci[k]], gj = goal[cj[k]];
+                change += llabs(y + share - gj) - llabs(y - gj) + llabs(x - share - gi) - llabs(x - gi);
+            }
+        }
+        if (change < 0) {
+            for (Py_ssize_t k = 0; k < tables; k++) {
+                counts[cj[k]] += share;
+                counts[ci[k]] -= share;
+            }
+            int64_t t = inside[a];
+            inside[a] = outside[o];
+            outside[o] = t;
+            swaps++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 6);
+    if (bad >= 0) {
+        static const char *const what[] = {"a cell outside the counts", "a slot outside the pool",
+                                           "a pick outside the slots"};
+        PyErr_Format(PyExc_ValueError, "balance_swaps: %s", what[bad]);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(swaps);
+}
+
 static PyMethodDef methods[] = {
     {"draw_diagonal", draw_diagonal, METH_VARARGS, "Form (8) keep-or-move draw: (first bad position, missing, changed)."},
     {"draw_alias", draw_alias, METH_VARARGS, "Keep-or-move draw with an alias table: (first bad position, missing, changed)."},
@@ -2460,6 +2542,7 @@ static PyMethodDef methods[] = {
     {"utf8_decode", utf8_decode, METH_VARARGS, "Bytes of the labels of codes."},
     {"csv_rows", csv_rows, METH_VARARGS, "CSV rows of text columns, quoted only where needed."},
     {"rake_fit", rake_fit, METH_VARARGS, "One step of iterative proportional fitting of candidates' weights."},
+    {"balance_swaps", balance_swaps, METH_VARARGS, "The balanced draw's swap search, in place: the swaps made."},
     {"_philox_fill", philox_fill_py, METH_VARARGS, "The next words of a Philox state (for tests)."},
     {"_alias_path", alias_path_py, METH_VARARGS, "The alias loop taken; with a name, take it (for tests)."},
     {"_diagonal_path", diagonal_path_py, METH_VARARGS, "The form (8) loop taken; with a name, take it (for tests)."},
