@@ -722,13 +722,14 @@ _register_post_processed()
 
 def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False, model: str = "margins",
                  neighbours: str = "replace-one", rounds_per_variable: int | None = None,
-                 delta: float | None = None, binned: bool = False) -> Release:
+                 delta: float | None = None, binned: bool = False,
+                 records_per_draw: float | None = None) -> Release:
     """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
     ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
     feature's codes its declared range; ``rounds_per_variable``: the model pgm's ``--rounds`` over the number
     of variables (None: the setup's, ``--rounds-per-variable``); ``delta``: the model pgm's ``--delta`` (an
     (epsilon, delta) guarantee accounted in zCDP); ``binned``: the model pgm's features among the setup's bins
-    modelled in them (``--bins``)."""
+    modelled in them (``--bins``); ``records_per_draw``: the model pgm's ``--records-per-draw``."""
     import pramkit
 
     variables = list(setup.features) if every else setup.perturbed
@@ -748,7 +749,8 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
                                      **({"rounds": rounds_per_variable * len(variables)}
                                         if rounds_per_variable else {}),
                                      **({"delta": delta} if delta is not None else {}),
-                                     **({"bins": bins} if bins else {}))
+                                     **({"bins": bins} if bins else {}),
+                                     **({"records_per_draw": records_per_draw} if records_per_draw else {}))
     return Release(path, [], na_values=(), synthesis=res,
                    note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
 
@@ -863,7 +865,7 @@ for _peer_name, _title in PEERS.items():
 
 
 #: The families a configuration name may take any parameter of (``on_demand``): a curve of releases, not a point.
-ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled",
+ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "pgm-zcdp-E-quarter", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled",
              "dp-shuffle-E", "dp-shuffle-E-resampled", "sdcmicro-pram-pdP")
 
 
@@ -882,10 +884,10 @@ def on_demand(name: str) -> bool:
 
     if name in CONFIGS:
         return True
-    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp-shuffle|dp)-(\d+(?:\.\d+)?)(-resampled|-single)?"
+    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp-shuffle|dp)-(\d+(?:\.\d+)?)(-resampled|-single|-quarter)?"
                          r"|sdcmicro-pram-pd(\d?\.\d+|1)", name)
     if match is None or (match.group(3) == "-resampled" and match.group(1) not in ("dp", "dp-shuffle")) or \
-            (match.group(3) == "-single" and match.group(1) != "pgm-zcdp"):
+            (match.group(3) in ("-single", "-quarter") and match.group(1) != "pgm-zcdp"):
         return False
     if match.group(4) is not None:
         pd_ = float(match.group(4))
@@ -918,13 +920,16 @@ def on_demand(name: str) -> bool:
         build = lambda s: _dp(s, eps)  # noqa: E731
         summary = f"DP-optimal PRAM at record budget {eps:g}, split equally, 'N' missing (kept as it is)"
     elif family == "pgm-zcdp":
-        single = match.group(3) == "-single"
-        build = lambda s: _synthesized(s, eps, 1 if single else 2, every=True, model="pgm",  # noqa: E731
-                                       neighbours="add-remove", delta=PEER_DELTA, binned=True)
+        single, quarter = match.group(3) == "-single", match.group(3) == "-quarter"
+        build = lambda s: _synthesized(s, eps, 1 if single or quarter else 2, every=True, model="pgm",  # noqa: E731
+                                       neighbours="add-remove", delta=PEER_DELTA, binned=True,
+                                       records_per_draw=QUARTER if quarter else None)
         summary = (f"`pramkit synthesize --model pgm --public '' --neighbours add-remove --delta {PEER_DELTA:g}` at "
                    f"central epsilon {eps:g}: the peers' guarantee, (epsilon, delta) by zCDP under add-or-remove"
                    + "; AGEP and POVPIP in bins where they are features (--bins)"
-                   + ("; one draw per record (min-count 1), as the peers draw" if single else ""))
+                   + ("; one draw per record (min-count 1), as the peers draw" if single else "")
+                   + (f"; {QUARTER:g} records a draw on average (--min-count 1 --records-per-draw {QUARTER:g}: a "
+                      "quarter of the draws given to two records)" if quarter else ""))
     else:
         model = "pgm" if family == "pgm-all" else "margins"
         build = lambda s: _synthesized(s, eps, 2, every=True, model=model)  # noqa: E731
@@ -1368,7 +1373,9 @@ def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
 #: PRAM, shuffled, at the same central epsilon; and resampled with the rules).
 PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp", "dp-shuffle", "dp-shuffle-resampled")
 #: The rows ``--models`` may also choose.
-PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single")
+PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single", "pgm-zcdp-quarter")
+#: The records given each draw on average by the ``-quarter`` rows of the model pgm (``--records-per-draw``).
+QUARTER = 1.25
 
 
 def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True,
@@ -1394,7 +1401,7 @@ def at_epsilon(model: str, epsilon: float) -> str:
     >>> at_epsilon("pgm-zcdp", 1), at_epsilon("dp-shuffle-resampled", 2), at_epsilon("pgm-zcdp-single", 0.5)
     ('pgm-zcdp-1', 'dp-shuffle-2-resampled', 'pgm-zcdp-0.5-single')
     """
-    for suffix in ("-resampled", "-single"):
+    for suffix in ("-resampled", "-single", "-quarter"):
         if model.endswith(suffix):
             return f"{model[:-len(suffix)]}-{epsilon:g}{suffix}"
     return f"{model}-{epsilon:g}"

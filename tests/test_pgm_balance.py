@@ -19,6 +19,7 @@ swap, in exact rational arithmetic (Fractions), which must make the same choices
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from fractions import Fraction
@@ -45,14 +46,16 @@ YOUNG = [str(a) for a in range(15)]
 RULES = f"AGEP,MSP\n{'|'.join(YOUNG)},1|2|3|4|5|6\n"
 
 
-def _release(d: Any, draw: str, min_count: int = 1) -> tuple[dict[str, Any], pd.DataFrame]:
+@functools.cache
+def _release(d: Any, draw: str, min_count: int = 1, **more: Any) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One release of the excerpt in ``d`` (made once per module: callers must not change what it returns)."""
     from pramkit.synthesize import synthesize_release
 
-    out = d / f"{draw}-{min_count}.csv"
+    out = d / f"{draw}-{min_count}{''.join(f'-{v}' for v in more.values())}.csv"
     synthesize_release(d / "o.csv", out, variables=VARS, public="", epsilon=EPSILON, key=d / "k.key",
                        categories={"AGEP": AGES}, forbid=d / "rules.csv", model="pgm", delta=1e-5,
                        neighbours="add-remove", na_values=(), bins="AGEP=10", draw=draw, min_count=min_count,
-                       quiet=True)
+                       quiet=True, **more)
     raw = json.loads(out.with_suffix(".synthesis.json").read_text())
     return raw, pd.read_csv(out, dtype=str, keep_default_na=False)
 
@@ -124,8 +127,47 @@ def test_the_audit_passes_and_names_forged_draw_fields(releases, tmp_path):
     assert not result.passed
 
 
+def test_records_per_draw_gives_a_keyed_part_of_the_draws_to_two_records(releases):
+    """``records_per_draw`` 1.5: a third fewer draws, so at least that many records repeat another record of
+    the file (counted with pandas), the same noisy tables, and 3-way tables closer to the original's than
+    with two records a draw (fewer draws than one a record, more than min-count 2's)."""
+    raw, frame = _release(releases["dir"], "balanced", records_per_draw=1.5)
+    one, single = releases["balanced"]
+    assert raw["procedure"]["records_per_draw"] == 1.5 and raw["procedure"]["min_count"] == 1
+    assert raw["measurements"] == one["measurements"] and len(frame) == len(single)
+    repeats = len(frame) - len(frame.drop_duplicates())
+    assert repeats >= len(frame) - len(frame) // 1.5 > len(single) - len(single.drop_duplicates())
+    two = _release(releases["dir"], "balanced", min_count=2)[1]
+    assert _tv3(frame, releases["frame"]) < _tv3(two, releases["frame"])
+
+
+def test_the_audit_names_a_forged_records_per_draw(releases, tmp_path):
+    from pramkit.audit import audit
+
+    d = releases["dir"]
+    raw, _ = _release(d, "balanced", records_per_draw=1.5)
+    manifest, released = d / "balanced-1-1.5.synthesis.json", d / "balanced-1-1.5.csv"
+    result = audit(manifest=manifest, released=released, original=d / "o.csv", key=d / "k.key")
+    assert result.passed, [c.line() for c in result.checks if not c.passed]
+    for value in (1, 2.5, "1.5", None):
+        forged = {**raw, "procedure": {**raw["procedure"], "records_per_draw": value}}
+        path = tmp_path / "forged.json"
+        path.write_text(json.dumps(forged))
+        failed = [c.line() for c in audit(manifest=path, released=released).checks if not c.passed]
+        assert any("procedure.records_per_draw" in line for line in failed), (value, failed)
+    forged = {**raw, "procedure": {**raw["procedure"], "records_per_draw": 1.25}}  # valid: the key tells
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(forged))
+    assert not audit(manifest=path, released=released, original=d / "o.csv", key=d / "k.key").passed
+
+
 @pytest.mark.parametrize("flags, says", [
     (["--draw", "even"], "--draw"),
+    (["--records-per-draw", "1.5"], "--records-per-draw 1.5 needs --min-count 1"),
+    (["--records-per-draw", "3", "--min-count", "1"], "--records-per-draw must be a number from 1 to 2"),
+    (["--records-per-draw", "nan", "--min-count", "1"], "--records-per-draw must be a number from 1 to 2"),
+    (["--records-per-draw", "x"], "--records-per-draw"),
+    (["--records-per-draw", "1.5", "--model", "margins", "--min-count", "1"], "--records-per-draw needs the model"),
     (["--draw", "balanced", "--model", "margins"], "--draw needs the model pgm"),
     (["--draw", "systematic", "--model", "margins"], "--draw needs the model pgm"),
 ])
@@ -209,27 +251,30 @@ def test_the_search_never_ends_farther_than_it_started(share, seed, m, sizes):
     assert _objective(pool, chosen, share, sizes, model) <= start + 1e-6
 
 
-def _search_by_hand(pool: np.ndarray, m: int, share: int, sizes: list[int], model: np.ndarray,
+def _search_by_hand(pool: np.ndarray, m: int, share: int | list[int], sizes: list[int], model: np.ndarray,
                     key: Any) -> list[int]:
     """The swap search as the module docstring states it, one proposal at a time, each table counted with
-    Python dicts and the goals rounded to the fixed point's unit as Fractions: the positions released."""
+    Python dicts and the goals rounded to the fixed point's unit as Fractions (``share``: every draw's
+    count, or each slot's): the positions released."""
     tables = workload_tables(pool.shape[1])
+    n = m * share if isinstance(share, int) else sum(share)
     goal, count = {}, {}
     for t in tables:
         other = tuple(i for i in range(pool.shape[1]) if i not in t)
         p = model.sum(axis=other) if other else model
         for cell in itertools.product(*(range(sizes[i]) for i in t)):
-            goal[t, cell] = Fraction(round(Fraction(float(m * share * p[cell] / p.sum())) * ONE), ONE)
+            goal[t, cell] = Fraction(round(Fraction(float(n * p[cell] / p.sum())) * ONE), ONE)
             count[t, cell] = Fraction(0)
     inside, outside = list(range(m)), list(range(m, len(pool)))
-    for r in inside:
+    weight = [share] * m if isinstance(share, int) else list(share)
+    for a, r in enumerate(inside):
         for t in tables:
-            count[t, tuple(pool[r, list(t)])] += share
+            count[t, tuple(pool[r, list(t)])] += weight[a]
     steps = STEPS * m
     pick_in = (uniforms(key, "@pgm|balance-in", 0, steps) * m).astype(np.int64)
     pick_out = (uniforms(key, "@pgm|balance-out", 0, steps) * len(outside)).astype(np.int64)
     for a, b in zip(pick_in.tolist(), pick_out.tolist()):
-        gone, come = inside[a], outside[b]
+        gone, come, share = inside[a], outside[b], weight[a]
         change = Fraction(0)
         for t in tables:
             ci, cj = (t, tuple(pool[gone, list(t)])), (t, tuple(pool[come, list(t)]))
@@ -245,16 +290,19 @@ def _search_by_hand(pool: np.ndarray, m: int, share: int, sizes: list[int], mode
     return inside
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(1, 2), st.integers(0, 2**31), st.integers(2, 12), st.lists(st.integers(1, 3), min_size=1,
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 2**31), st.integers(2, 12), st.lists(st.integers(1, 3), min_size=1,
                                                                             max_size=4))
 def test_the_compiled_search_makes_the_choices_of_exact_arithmetic(share, seed, m, sizes):
+    """``share`` 1 or 2: every draw counted so often; 0 or 3: each slot its own count, 1 or 2 (a
+    ``--records-per-draw`` between them)."""
     rng = np.random.default_rng(seed)
     pool = np.stack([rng.integers(0, s, POOL * m) for s in sizes], 1)
     model = rng.random(sizes) ** 2 + 0.01
     key = resolve_key(seed.to_bytes(32, "big"))
-    assert balance(pool, m, share, sizes, _marginal(model), key).tolist() == \
-        _search_by_hand(pool, m, share, sizes, model, key)
+    weights = share if share in (1, 2) else rng.integers(1, 3, m).tolist()
+    got = balance(pool, m, weights if isinstance(weights, int) else np.array(weights), sizes, _marginal(model), key)
+    assert got.tolist() == _search_by_hand(pool, m, weights, sizes, model, key)
 
 
 def test_a_domain_too_large_to_balance_is_refused_before_any_table():
@@ -266,17 +314,19 @@ def test_a_domain_too_large_to_balance_is_refused_before_any_table():
 
 @pytest.mark.parametrize(("where", "message"), [
     ("idx", "a cell outside the counts"), ("inside", "a slot outside the pool"),
-    ("picks", "a pick outside the slots"), ("goal", "goal: expected"),
+    ("picks", "a pick outside the slots"), ("goal", "goal: expected"), ("weights", "a weight not positive"),
 ])
 def test_the_compiled_search_refuses_what_would_read_outside_its_arrays(where, message):
     parts = {"idx": np.array([[0], [1], [0]], dtype=np.int32), "counts": np.array([1, 0], dtype=np.int64),
              "goal": np.array([0, 1], dtype=np.int64), "inside": np.array([0], dtype=np.int64),
-             "outside": np.array([1, 2], dtype=np.int64), "picks": np.array([0, 1], dtype=np.int64)}
+             "outside": np.array([1, 2], dtype=np.int64), "picks": np.array([0, 1], dtype=np.int64),
+           "weights": np.array([1], dtype=np.int64)}
     bad = {"idx": np.array([[0], [2], [0]], dtype=np.int32), "inside": np.array([3], dtype=np.int64),
-           "picks": np.array([1, 0], dtype=np.int64), "goal": np.array([0], dtype=np.int64)}
+           "picks": np.array([1, 0], dtype=np.int64), "goal": np.array([0], dtype=np.int64),
+           "weights": np.array([0], dtype=np.int64)}
     before = parts["counts"].copy()
     args = {**parts, where: bad[where]}
     with pytest.raises(ValueError, match=message):
         _kernels.balance_swaps(args["idx"], args["counts"], args["goal"], args["inside"], args["outside"],
-                               args["picks"], 1, 1)
+                               args["picks"], args["weights"], 1)
     assert parts["counts"].tolist() == before.tolist()

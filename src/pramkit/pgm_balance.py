@@ -75,6 +75,38 @@ def check_draw(draw: Any, model: Any = "pgm") -> str:
     return str(draw)
 
 
+def check_records_per_draw(value: Any, min_count: Any = 1, model: Any = "pgm") -> float | None:
+    """Check the records given each draw on average before any data is read: ``None`` (the whole number
+    ``min_count`` gives) or a number from 1 to 2, with the model pgm only, and below 2 with ``min_count`` 1
+    only (min-count 2 gives every draw to two records).  A value equal to ``min_count`` is its default,
+    ``None``, so that it names the same release.
+
+    Examples
+    --------
+    >>> check_records_per_draw(1.25), check_records_per_draw(None), check_records_per_draw(2, min_count=2)
+    (1.25, None, None)
+    >>> check_records_per_draw(3)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: records_per_draw must be a number from 1 to 2, got 3
+    >>> check_records_per_draw(1.5, min_count=2)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: records_per_draw 1.5 needs min_count 1 (min_count 2 gives every draw to two records)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not math.isfinite(float(value)) or not 1 <= float(value) <= 2:
+        raise ParameterError(f"records_per_draw must be a number from 1 to 2, got {value!r}")
+    if model != "pgm":
+        raise ParameterError(f"records_per_draw needs the model pgm (the model {model} shares draws by pairs)")
+    if min_count == 2 and float(value) != 2:
+        raise ParameterError(f"records_per_draw {float(value):g} needs min_count 1 (min_count 2 gives every draw "
+                             "to two records)")
+    return None if float(value) == min_count else float(value)
+
+
 def workload_tables(variables: int) -> list[tuple[int, ...]]:
     """The tables the balanced draw meets: every 3-way marginal of ``variables`` variables (every marginal of
     all of them when there are fewer than three), as column positions.
@@ -103,11 +135,11 @@ def is_balanced(draw: str, draws: int, variables: int) -> bool:
     return draw == "balanced" or POOL * draws * len(workload_tables(variables)) <= MOST_ENTRIES
 
 
-def balance(pool: np.ndarray, m: int, share: int, sizes: Sequence[int],
+def balance(pool: np.ndarray, m: int, share: int | np.ndarray, sizes: Sequence[int],
             marginal: Callable[[tuple[int, ...]], np.ndarray], key: SecretKey, quiet: bool = True) -> np.ndarray:
     """The positions in ``pool`` (records by variables, codes below ``sizes``) of ``m`` records, each to be
-    released ``share`` times, whose tables meet the model's (module docstring); ``marginal(t)``: the model's
-    table over the columns ``t`` (any scale).
+    released ``share`` times (or the draw in slot ``i`` ``share[i]`` times: a whole number each), whose tables
+    meet the model's (module docstring); ``marginal(t)``: the model's table over the columns ``t`` (any scale).
 
     Examples
     --------
@@ -120,7 +152,8 @@ def balance(pool: np.ndarray, m: int, share: int, sizes: Sequence[int],
     from pramkit.kernel import _kernels
     from pramkit.progress import progress
 
-    n = m * share
+    weights = np.broadcast_to(np.asarray(share, dtype=np.int64), (m,))
+    n = int(weights.sum())
     tables = workload_tables(pool.shape[1])
     cells = sum(math.prod(sizes[i] for i in t) for t in tables)
     if cells >= 2**31:
@@ -136,7 +169,7 @@ def balance(pool: np.ndarray, m: int, share: int, sizes: Sequence[int],
         idx[:, k] = offset + cell_index([pool[:, i] for i in t], [sizes[i] for i in t])
         offset += p.size
     goal = np.rint(np.concatenate(target) * ONE).astype(np.int64)
-    counts = np.bincount(idx[:m].ravel(), minlength=offset).astype(np.int64) * (share * ONE)
+    counts = np.bincount(idx[:m].ravel(), np.repeat(weights, len(tables)), minlength=offset).astype(np.int64) * ONE
     inside, outside = np.arange(m, dtype=np.int64), np.arange(m, len(pool), dtype=np.int64)
     steps = STEPS * m if len(outside) else 0
     pick_in = (uniforms(key, "@pgm|balance-in", 0, steps) * m).astype(np.int64)
@@ -144,6 +177,6 @@ def balance(pool: np.ndarray, m: int, share: int, sizes: Sequence[int],
     with progress(total=steps, desc="balancing the draw", unit="swaps", quiet=quiet) as bar:
         for s in range(0, steps, CHUNK):
             picks = np.concatenate([pick_in[s:s + CHUNK], pick_out[s:s + CHUNK]])
-            _kernels.balance_swaps(idx, counts, goal, inside, outside, picks, len(tables), share * ONE)
+            _kernels.balance_swaps(idx, counts, goal, inside, outside, picks, weights * ONE, len(tables))
             bar.update(len(picks) // 2)
     return inside

@@ -64,7 +64,7 @@ from pramkit.frames import pandas_table
 from pramkit.kernel import _kernels
 from pramkit.kernel.rng import Pieces, SecretKey, resolve_key, uniforms
 from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
-from pramkit.pgm_balance import check_draw
+from pramkit.pgm_balance import check_draw, check_records_per_draw
 from pramkit.pgm_compression import COMPRESS_SD
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
@@ -286,6 +286,7 @@ def synthesize_release(
     delta: float | None = None,
     bins: Mapping[str, int] | str | None = None,
     draw: str | None = None,
+    records_per_draw: float | None = None,
     quiet: bool = False,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
@@ -364,6 +365,12 @@ def synthesize_release(
         close to the model's (post-processing: the guarantee is the same); ``"auto"`` (default): balanced
         when the pool fits in about 160 MB.  The manifest's ``procedure.draw`` states the setting and
         ``procedure.balanced`` what was done.
+    records_per_draw : float, optional
+        With ``model="pgm"`` and ``min_count=1``: the records each draw is given on average, from 1 to 2
+        (:func:`pramkit.synthesize_pgm.shared_draws`): ``rows / records_per_draw`` records are drawn and a
+        keyed part of them is given to two records each, so that fewer distinct records are released than
+        with one draw a record, without min-count 2's floor of two on every combination.  The manifest's
+        ``procedure.records_per_draw`` states it (absent: the whole number ``min_count`` gives).
     quiet : bool
         No progress bars (with ``model="pgm"``: the records read, the budget spent by the rounds, the variables
         drawn, the records written).
@@ -405,6 +412,7 @@ def synthesize_release(
     delta = check_delta(delta, model)
     bins = check_bins(bins, variables, model)
     draw = check_draw(draw, model)
+    records_per_draw = check_records_per_draw(records_per_draw, min_count, model)
     if model == "pgm" and public_cols:
         raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
                              f"{', '.join(public_cols)}), or use the model margins")
@@ -419,7 +427,7 @@ def synthesize_release(
     sk = resolve_key(key)
     if model == "pgm":
         made = _draw_pgm(read, variables, read.cats, rules, epsilon, sk, min_count, max_cells, neighbours,
-                         rounds, delta, quiet, bins, draw)
+                         rounds, delta, quiet, bins, draw, records_per_draw)
     else:
         made = _draw_margins(read, variables, public_cols, rules, epsilon, sk, pool, sweeps, min_count,
                              public_bins, decimal if src is not None else CSV_DECIMAL)
@@ -623,7 +631,8 @@ def _draw_margins(read: _Read, variables: tuple[str, ...], public_cols: tuple[st
 def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]], rules: Rules | None,
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
               rounds: int | None = None, delta: float | None = None, quiet: bool = True,
-              bins: Mapping[str, int] | None = None, draw: str = "systematic") -> _Made:
+              bins: Mapping[str, int] | None = None, draw: str = "systematic",
+              records_per_draw: float | None = None) -> _Made:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
@@ -632,7 +641,8 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     variable's compressed categories (:mod:`pramkit.pgm_compression`: ``None`` for one not compressed);
     ``bins``: the declared bins (``None``: none, which the draws' key does not name); ``draw``: the draw
     setting (:mod:`pramkit.pgm_balance`; ``"systematic"``, the only draw before it, the draws' key does not
-    name)."""
+    name); ``records_per_draw``: the records given each draw on average (``None``: ``min_count``, which the
+    draws' key does not name)."""
     from pramkit.synthesize_pgm import default_rounds, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
@@ -645,10 +655,13 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
                            *([{"rounds": rounds}] if rounds is not None else []),
                            *([{"delta": delta}] if delta is not None else []),
                            *([{"bins": bins}] if bins else []),
-                           *([{"draw": draw}] if draw != "systematic" else [])]).encode()
+                           *([{"draw": draw}] if draw != "systematic" else []),
+                           *([{"records_per_draw": records_per_draw}] if records_per_draw is not None else [])]
+                          ).encode()
     draw_key = sk.for_data("synthesize-pgm", Pieces(read.codes.size * 8, code_chunks(read.codes)), settings)
     fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
-                       max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta, share=min_count,
+                       max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta,
+                       share=min_count if records_per_draw is None else records_per_draw,
                        bins=bins, draw_by=draw, quiet=quiet)
     drawn, shared = fit.drawn, fit.shared  # with min-count 2, half as many drawn, each given to two records
     measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
@@ -659,7 +672,8 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     procedure = {"model": "pgm", "max_cells": max_cells, "rounds": fit.rounds, "min_count": min_count,
                  **({"delta": delta} if delta is not None else {}), "compress": COMPRESS_SD,
                  "compress_rules": "jointly", **({"bins": dict(bins)} if bins else {}), "draw": draw,
-                 "balanced": fit.balanced}
+                 "balanced": fit.balanced,
+                 **({"records_per_draw": records_per_draw} if records_per_draw is not None else {})}
     return _Made(drawn, measurements, fit.selections, shared, procedure, zcdp, groups)
 
 

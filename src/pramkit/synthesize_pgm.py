@@ -185,7 +185,7 @@ class PgmFit:
     """What :func:`fit_and_draw` made: the drawn codes (records by variables), the measurements (the 1-way
     tables, then one per round), the selections, the model's size in cells and its cliques; under add-or-remove
     neighbours, ``total``: the total estimated from the noisy tables (the drawn records are it, rounded);
-    ``shared``: the records that take another record's draw (``share`` above 1); ``balanced``: whether the
+    ``shared``: the records that take another record's draw (``share`` above 1: ``rows - draws``); ``balanced``: whether the
     draws were balanced (:mod:`pramkit.pgm_balance`)."""
 
     drawn: np.ndarray
@@ -850,7 +850,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
                  anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD,
-                 jointly: bool = True, share: int = 1, bins: Mapping[str, int] | None = None,
+                 jointly: bool = True, share: float = 1, bins: Mapping[str, int] | None = None,
                  draw_by: str = "systematic", quiet: bool = False) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
@@ -900,10 +900,13 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         Ordered numeric variables' bin widths (:func:`check_bins`): each is modelled in bins of its values,
         split where a rule treats values apart, and a record drawn into a bin takes a value by the noisy 1-way
         counts (:func:`pramkit.pgm_compression.bin_groups`).
-    share : int
-        Each draw given to this many records (1: one draw a record; 2: ``synthesize --min-count 2``): a
-        ``share``-th as many records are drawn, by the same systematic sampling, and each is repeated
-        (:func:`shared_draws`), so that the released tables are those of the smaller draw.
+    share : int or float
+        Each draw given to this many records (1: one draw a record; 2: ``synthesize --min-count 2``; between
+        them, ``synthesize --records-per-draw``, on average): ``rows // share`` records are drawn, by the same
+        systematic sampling, and each is repeated (:func:`shared_draws`: the whole part of ``share`` times, and
+        the records left over given to draws in a keyed order), so that the released tables are those of the
+        smaller draw.  A balanced draw counts each draw as many times as it is given (a whole ``share``: that
+        many times, the few records left over not counted).
     draw_by : {"systematic", "balanced", "auto"}
         How the draws are made (:mod:`pramkit.pgm_balance`): along the junction tree only (default), or chosen
         among :data:`pramkit.pgm_balance.POOL` times as many so that every 3-way table meets the model's
@@ -977,22 +980,24 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         rows = n if n is not None else released_records(state.total())
         data.forget()
         state.data.forget()
-        draws = max(1, rows // share)
+        draws = max(1, int(rows // share))
         balanced = is_balanced(check_draw(draw_by), draws, len(names))
-        made = _draws(state, names, sizes_c, draws, share, draw_key, balanced, quiet)
+        weights = int(share) if float(share).is_integer() else share_weights(draws, rows, share, draw_key)
+        made = _draws(state, names, sizes_c, draws, weights, draw_key, balanced, quiet)
         drawn = expand(comp, made, names, draw_key)
     _check_rules_kept(masks, names, drawn)
-    if share > 1:
+    if rows > draws:
         drawn = shared_draws(drawn, rows, share, draw_key)
     return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
                   [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp,
                   rows - draws, balanced)
 
 
-def _draws(state: _Rounds, names: Sequence[str], sizes: Sequence[int], draws: int, share: int,
+def _draws(state: _Rounds, names: Sequence[str], sizes: Sequence[int], draws: int, share: int | np.ndarray,
            key: SecretKey, balanced: bool, quiet: bool) -> np.ndarray:
     """``draws`` records over the compressed categories, drawn from the fitted model along its junction tree,
-    or (``balanced``) chosen among :data:`pramkit.pgm_balance.POOL` times as many (:func:`balance`)."""
+    or (``balanced``) chosen among :data:`pramkit.pgm_balance.POOL` times as many (:func:`balance`), each
+    counted ``share`` times (or draw ``i`` ``share[i]`` times)."""
     factors, cliques = state.factors(), state.cliques()
     if not balanced:
         return draw(factors, names, sizes, draws, key, cliques, quiet=quiet)
@@ -1053,10 +1058,31 @@ def _expand_jointly(comp: Any, cl: tuple[str, ...], mask: np.ndarray, across: tu
         out[:, names.index(a)] = codes
 
 
-def shared_draws(drawn: np.ndarray, rows: int, share: int, key: SecretKey) -> np.ndarray:
-    """``rows`` records from the draws ``drawn``: each draw given to ``share`` records, the
-    ``rows - share * len(drawn)`` records left over (fewer than ``share`` when ``len(drawn)`` is
-    ``rows // share``) given draws in a keyed order, and all the records put in a keyed order.  Drawing
+def share_weights(m: int, rows: int, share: float, key: SecretKey) -> np.ndarray:
+    """How many records each of the ``m`` draws is given by :func:`shared_draws` (``rows`` records, ``share``
+    records a draw on average): the whole part of ``share``, and one more for each time the keyed order of
+    the left-over records reaches it.
+
+    Examples
+    --------
+    >>> from pramkit.kernel.rng import resolve_key
+    >>> w = share_weights(8, 10, 1.25, resolve_key(bytes(32)))
+    >>> int(w.sum()), sorted(w.tolist())
+    (10, [1, 1, 1, 1, 1, 1, 2, 2])
+    """
+    extra = rows - int(share) * m
+    w = np.full(m, int(share), dtype=np.int64)
+    if extra > 0:
+        more = np.argsort(uniforms(key, "@pgm|share-extra", 0, m), kind="stable")
+        np.add.at(w, more[np.arange(extra) % m], 1)
+    return w
+
+
+def shared_draws(drawn: np.ndarray, rows: int, share: float, key: SecretKey) -> np.ndarray:
+    """``rows`` records from the draws ``drawn``: each draw given to the whole part of ``share`` records, the
+    records left over (``rows - int(share) * len(drawn)``: fewer than ``share`` when ``len(drawn)`` is
+    ``rows // share`` and ``share`` is whole) given draws in a keyed order (:func:`share_weights`), and all
+    the records put in a keyed order.  Drawing
     ``rows / share`` records and repeating each keeps every table of the draw to within its systematic
     sampling's rounding, where pairing ``rows`` independent draws would leave half of them out at random.
 
@@ -1068,7 +1094,7 @@ def shared_draws(drawn: np.ndarray, rows: int, share: int, key: SecretKey) -> np
     ((7, 1), [2, 2, 3])
     """
     m = len(drawn)
-    src = np.repeat(np.arange(m, dtype=np.int64), share)[:rows]
+    src = np.repeat(np.arange(m, dtype=np.int64), int(share))[:rows]
     extra = rows - len(src)
     if extra > 0:
         more = np.argsort(uniforms(key, "@pgm|share-extra", 0, m), kind="stable")

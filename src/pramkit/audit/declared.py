@@ -1030,9 +1030,39 @@ def _check_pgm_balanced(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
         return False, "stated without the model pgm and a draw setting"
     if isinstance(rows, bool) or not isinstance(rows, int) or share not in (1, 2):
         return False, "the released rows or procedure.min_count are not stated as whole numbers"
-    wanted = is_balanced(draw, max(1, rows // share), len(variables))
-    return _compare(value, wanted, f"recomputed from the draw {draw!r}, {max(1, rows // share):,} draws and "
+    per = _records_per_draw(proc)
+    if per is None:
+        return False, "procedure.records_per_draw is not a number from 1 to 2 beside procedure.min_count"
+    draws = max(1, int(rows // (per or share)))
+    wanted = is_balanced(draw, draws, len(variables))
+    return _compare(value, wanted, f"recomputed from the draw {draw!r}, {draws:,} draws and "
                                    f"{len(variables)} variables:")
+
+
+def _records_per_draw(proc: dict[str, Any]) -> float | None:
+    """The manifest's records per draw, checked as the synthesis checks it (0.0: absent, min_count's whole
+    number), or None when the setting would be refused."""
+    from pramkit.errors import ParameterError
+    from pramkit.pgm_balance import check_records_per_draw
+
+    if "records_per_draw" not in proc:
+        return 0.0
+    try:
+        per = check_records_per_draw(proc["records_per_draw"], proc.get("min_count", 2))
+    except ParameterError:
+        return None
+    return per  # None when it restates min_count's default, which no release writes
+
+
+def _check_records_per_draw(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.synthesize_pgm import is_pgm
+
+    proc = ctx.raw.get("procedure")
+    per = _records_per_draw(proc if isinstance(proc, dict) else {})
+    if not is_pgm(ctx.raw) or not per:
+        return False, (f"stated {value!r}: a number above 1 and at most 2, with the model pgm and min_count 1 "
+                       "(absent: min_count's)")
+    return True, "a setting of the model pgm's draw (the release made again follows it)"
 
 
 def _manifest_groups(ctx: FieldContext) -> Any:
@@ -1055,6 +1085,7 @@ CHECKS.update({
     "synthesis ledger": _check_synthesis_ledger,
     "released columns": _check_released_columns,
     "min count": _check_min_count,
+    "records per draw": _check_records_per_draw,
     "pgm selection": _check_pgm_selection,
     "neighbours": _check_neighbours,
     "table sensitivity": _check_table_sensitivity,

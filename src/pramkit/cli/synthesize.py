@@ -86,6 +86,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "among four times as many draws so that every 3-way table is close to the model's "
                         "(post-processing: the same guarantee); 'systematic' draws along the model's tree only; "
                         "'auto' (default) balances when the pool fits in about 160 MB")
+    p.add_argument("--records-per-draw", type=float, default=None, metavar="R",
+                   help="with --model pgm and --min-count 1: the records given each draw on average, from 1 to 2 "
+                        "(1.25: a quarter of the draws released twice), so that fewer distinct records are released "
+                        "(default: 1, or 2 with --min-count 2)")
     p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -148,7 +152,8 @@ def print_summary(result: SynthesisResult) -> None:
 
 
 #: The library's keywords that the command spells as flags, in its error messages.
-FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta", "bins": "--bins", "draw": "--draw"}
+FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta", "bins": "--bins", "draw": "--draw",
+         "records_per_draw": "--records-per-draw", "min_count": "--min-count"}
 
 
 def as_flags(message: str) -> str:
@@ -168,9 +173,10 @@ def as_flags(message: str) -> str:
     """
     import re
 
-    message = re.sub(r"(?<![\w-])max_cells\b", FLAGS["max_cells"], message)
+    message = re.sub(r"(?<![\w-])(max_cells|min_count)\b", lambda m: FLAGS[m.group(1)], message)
     head = message.split(" ", 1)[0].rstrip(":")
-    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta", "bins", "draw") else message
+    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta", "bins", "draw", "records_per_draw") \
+        else message
 
 
 def run(args: argparse.Namespace) -> int:
@@ -207,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
                                     decimal=args.decimal, model=args.model,
                                     max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
                                     neighbours=args.neighbours, rounds=args.rounds, delta=args.delta,
-                                    bins=args.bins, draw=args.draw, quiet=args.quiet)
+                                    bins=args.bins, draw=args.draw, records_per_draw=args.records_per_draw,
+                                    quiet=args.quiet)
     except ParameterError as err:
         raise ParameterError(as_flags(str(err))) from None
     if args.json:

@@ -2449,34 +2449,34 @@ rake_fit(PyObject *self, PyObject *args)
 /* ---------------------------------------------------------------- balance */
 
 /* The balanced draw's swap search (pramkit.pgm_balance.balance): for each proposal s, the released draw at
- * slot pick[s] (inside) and the pool record at slot pick[steps + s] (outside) change places when that lowers
- * sum |counts - goal| over the cells of every table; idx holds each pool record's cell of every table.
- * Counts and goals are integers (fixed point), so the change is exact and its sign does not depend on the
- * order of the sum.  Returns the swaps made. */
+ * slot pick[s] (inside; counted weight[slot] times) and the pool record at slot pick[steps + s] (outside)
+ * change places when that lowers sum |counts - goal| over the cells of every table; idx holds each pool
+ * record's cell of every table.  Counts, goals and weights are integers (fixed point), so the change is exact
+ * and its sign does not depend on the order of the sum.  Returns the swaps made. */
 static PyObject *
 balance_swaps(PyObject *self, PyObject *args)
 {
-    Py_buffer b[6];
+    Py_buffer b[7];
     Py_ssize_t tables;
-    long long share;
-    if (!PyArg_ParseTuple(args, "y*w*y*w*w*y*nL", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tables, &share)) {
+    if (!PyArg_ParseTuple(args, "y*w*y*w*w*y*y*n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &tables)) {
         return NULL;
     }
     Py_ssize_t cells = b[1].len / (Py_ssize_t)sizeof(int64_t), m = b[3].len / (Py_ssize_t)sizeof(int64_t);
     Py_ssize_t rest = b[4].len / (Py_ssize_t)sizeof(int64_t), steps = b[5].len / (Py_ssize_t)sizeof(int64_t) / 2;
     Py_ssize_t pool = m + rest, bad = -1;
-    int ok = tables > 0 && share > 0 && check_len(&b[0], pool * tables, sizeof(int32_t), "idx") == 0 &&
+    int ok = tables > 0 && check_len(&b[0], pool * tables, sizeof(int32_t), "idx") == 0 &&
              check_len(&b[2], cells, sizeof(int64_t), "goal") == 0 &&
-             check_len(&b[5], 2 * steps, sizeof(int64_t), "picks") == 0;
+             check_len(&b[5], 2 * steps, sizeof(int64_t), "picks") == 0 &&
+             check_len(&b[6], m, sizeof(int64_t), "weights") == 0;
     if (!ok) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "balance_swaps: inconsistent sizes");
         }
-        release(b, 6);
+        release(b, 7);
         return NULL;
     }
     const int32_t *idx = b[0].buf;
-    const int64_t *goal = b[2].buf, *pick = b[5].buf;
+    const int64_t *goal = b[2].buf, *pick = b[5].buf, *weight = b[6].buf;
     int64_t *counts = b[1].buf, *inside = b[3].buf, *outside = b[4].buf;
     Py_ssize_t swaps = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -2486,7 +2486,7 @@ balance_swaps(PyObject *self, PyObject *args)
         }
     }
     for (Py_ssize_t i = 0; i < m && bad < 0; i++) {
-        bad = inside[i] < 0 || inside[i] >= pool ? 1 : -1;
+        bad = inside[i] < 0 || inside[i] >= pool ? 1 : weight[i] <= 0 ? 3 : -1;
     }
     for (Py_ssize_t i = 0; i < rest && bad < 0; i++) {
         bad = outside[i] < 0 || outside[i] >= pool ? 1 : -1;
@@ -2498,6 +2498,7 @@ balance_swaps(PyObject *self, PyObject *args)
             break;
         }
         const int32_t *ci = idx + inside[a] * tables, *cj = idx + outside[o] * tables;
+        const int64_t share = weight[a];
         int64_t change = 0;
         for (Py_ssize_t k = 0; k < tables; k++) {
             if (ci[k] != cj[k]) {
@@ -2517,10 +2518,10 @@ balance_swaps(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    release(b, 6);
+    release(b, 7);
     if (bad >= 0) {
         static const char *const what[] = {"a cell outside the counts", "a slot outside the pool",
-                                           "a pick outside the slots"};
+                                           "a pick outside the slots", "a weight not positive"};
         PyErr_Format(PyExc_ValueError, "balance_swaps: %s", what[bad]);
         return NULL;
     }

@@ -54,6 +54,9 @@ MANIFEST: tuple[PublicField, ...] = fields([
                                               "from procedure.draw, the released rows, procedure.min_count and "
                                               "the variables"),
     ("procedure.min_count", R, "min count", "2: every released combination shown twice; counted in the file"),
+    ("procedure.records_per_draw", R, "records per draw", "with the model pgm and min_count 1, the records given "
+                                                          "each draw on average, above 1 and at most 2 (absent: "
+                                                          "min_count's); the release made again follows it"),
     ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
     ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
     ("measurements[*].mechanism", R, "table mechanism", "the DP mechanism: 'geometric' (discrete Laplace), or "
