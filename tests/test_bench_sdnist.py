@@ -549,3 +549,20 @@ def test_a_release_of_other_rounds_says_so_in_its_row() -> None:
     names = {v: {} for v in bench.FEATURE_SETS["family"]}
     assert bench.rounds_note({"variables": names, "procedure": {"rounds": 176}}) == ", 176 rounds"
     assert bench.rounds_note({"variables": names, "procedure": {"rounds": 44}}) == ""
+
+
+@pytest.mark.parametrize("name, known", [
+    ("pgm-zcdp-2-quarter", True), ("pgm-zcdp-0.5-quarter", True), ("mst-1-quarter", False),
+    ("pgm-all-1-quarter", False), ("pgm-zcdp-quarter", False),
+])
+def test_the_quarter_rows_give_each_draw_to_one_and_a_quarter_records(name: str, known: bool) -> None:
+    fresh = name not in bench.CONFIGS
+    try:
+        assert bench.on_demand(name) is known
+        if known:
+            assert "--records-per-draw 1.25" in bench.CONFIGS[name].summary
+            assert bench.at_epsilon("pgm-zcdp-quarter", bench.method_of(name)[1]) == name
+            assert bench.method_of(name)[0] == "pgm-zcdp-quarter"
+    finally:
+        if fresh and name in bench.CONFIGS:
+            del bench.CONFIGS[name]
