@@ -185,8 +185,8 @@ class PgmFit:
     """What :func:`fit_and_draw` made: the drawn codes (records by variables), the measurements (the 1-way
     tables, then one per round), the selections, the model's size in cells and its cliques; under add-or-remove
     neighbours, ``total``: the total estimated from the noisy tables (the drawn records are it, rounded);
-    ``shared``: the records that take another record's draw (``share`` above 1: ``rows - draws``); ``balanced``: whether the
-    draws were balanced (:mod:`pramkit.pgm_balance`)."""
+    ``shared``: the records that take another record's draw (``share`` above 1: the records less the draws);
+    ``balanced``: whether the draws were balanced (:mod:`pramkit.pgm_balance`)."""
 
     drawn: np.ndarray
     measurements: list[Any]
