@@ -174,9 +174,10 @@ def balance(pool: np.ndarray, m: int, share: int | np.ndarray, sizes: Sequence[i
     steps = STEPS * m if len(outside) else 0
     pick_in = (uniforms(key, "@pgm|balance-in", 0, steps) * m).astype(np.int64)
     pick_out = (uniforms(key, "@pgm|balance-out", 0, steps) * max(1, len(outside))).astype(np.int64)
+    units = weights * ONE
     with progress(total=steps, desc="balancing the draw", unit="swaps", quiet=quiet) as bar:
         for s in range(0, steps, CHUNK):
             picks = np.concatenate([pick_in[s:s + CHUNK], pick_out[s:s + CHUNK]])
-            _kernels.balance_swaps(idx, counts, goal, inside, outside, picks, weights * ONE, len(tables))
+            _kernels.balance_swaps(idx, counts, goal, inside, outside, picks, units, len(tables))
             bar.update(len(picks) // 2)
     return inside

@@ -1070,21 +1070,27 @@ def share_weights(m: int, rows: int, share: float, key: SecretKey) -> np.ndarray
     >>> int(w.sum()), sorted(w.tolist())
     (10, [1, 1, 1, 1, 1, 1, 2, 2])
     """
-    extra = rows - int(share) * m
     w = np.full(m, int(share), dtype=np.int64)
-    if extra > 0:
-        more = np.argsort(uniforms(key, "@pgm|share-extra", 0, m), kind="stable")
-        np.add.at(w, more[np.arange(extra) % m], 1)
+    np.add.at(w, _left_over(m, rows - int(share) * m, key), 1)
     return w
+
+
+def _left_over(m: int, extra: int, key: SecretKey) -> np.ndarray:
+    """The draws (of ``m``) that the ``extra`` records left over take, in the keyed order that
+    :func:`share_weights` and :func:`shared_draws` both follow (going round the draws again when ``extra``
+    exceeds ``m``)."""
+    if extra <= 0:
+        return np.empty(0, dtype=np.int64)
+    return np.argsort(uniforms(key, "@pgm|share-extra", 0, m), kind="stable")[np.arange(extra) % m]
 
 
 def shared_draws(drawn: np.ndarray, rows: int, share: float, key: SecretKey) -> np.ndarray:
     """``rows`` records from the draws ``drawn``: each draw given to the whole part of ``share`` records, the
     records left over (``rows - int(share) * len(drawn)``: fewer than ``share`` when ``len(drawn)`` is
     ``rows // share`` and ``share`` is whole) given draws in a keyed order (:func:`share_weights`), and all
-    the records put in a keyed order.  Drawing
-    ``rows / share`` records and repeating each keeps every table of the draw to within its systematic
-    sampling's rounding, where pairing ``rows`` independent draws would leave half of them out at random.
+    the records put in a keyed order.  Drawing ``rows / share`` records and repeating each keeps every table
+    of the draw to within its systematic sampling's rounding, where pairing ``rows`` independent draws would
+    leave half of them out at random.
 
     Examples
     --------
@@ -1095,10 +1101,7 @@ def shared_draws(drawn: np.ndarray, rows: int, share: float, key: SecretKey) -> 
     """
     m = len(drawn)
     src = np.repeat(np.arange(m, dtype=np.int64), int(share))[:rows]
-    extra = rows - len(src)
-    if extra > 0:
-        more = np.argsort(uniforms(key, "@pgm|share-extra", 0, m), kind="stable")
-        src = np.concatenate([src, more[np.arange(extra) % m]])
+    src = np.concatenate([src, _left_over(m, rows - len(src), key)])
     order = np.argsort(uniforms(key, "@pgm|share-order", 0, rows), kind="stable")
     return drawn[src[order]]
 
