@@ -28,6 +28,26 @@ def pytest_configure(config: pytest.Config) -> None:
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(variable, "1")
+    if not hasattr(config, "workerinput"):
+        _share_compiled_programs(config)
+
+
+def _share_compiled_programs(config: pytest.Config) -> None:
+    """One folder of JAX's compiled programs for the whole run (every test process and every command a test
+    starts), removed at its end: the fits of the model pgm that tests make again (the same tables balanced and
+    systematic, the audit's release made again, a module's release made in both test processes) load their
+    programs instead of compiling them, most of a small release's time.  JAX stores a program only if it took
+    at least the minimum compile time (a round's take about 0.2 s: the minimum is set to 0), and locks the
+    folder only when its size is bounded (two processes write it).  A folder the environment names is kept."""
+    import shutil
+    import tempfile
+
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return
+    folder = tempfile.mkdtemp(prefix="pramkit-tests-xla-")
+    os.environ.update(JAX_COMPILATION_CACHE_DIR=folder, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                      JAX_COMPILATION_CACHE_MAX_SIZE=str(4 << 30))
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
