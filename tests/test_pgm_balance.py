@@ -37,6 +37,9 @@ from pramkit.kernel import _kernels
 from pramkit.kernel.rng import resolve_key, uniforms
 from pramkit.pgm_balance import ONE, POOL, STEPS, balance, check_draw, is_balanced, workload_tables
 
+#: The module's tests in one test process: its releases (a module fixture and a cache) are then made once a run.
+pytestmark = pytest.mark.xdist_group("test_pgm_balance")
+
 VARS = ["AGEP", "MSP", "SEX", "RAC1P", "EDU"]
 ROWS = 3_000
 EPSILON = 20.0  # the model close to the original, so that the draw's own noise shows

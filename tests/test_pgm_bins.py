@@ -32,6 +32,10 @@ from test_synthesize_neighbours import _groups, _table
 
 from pramkit.pgm_compression import bin_groups
 
+#: The module's tests run in one test process (``--dist loadgroup``): its fixture makes a release (about
+#: 7 s) and, with the tests spread over two processes, was made once in each.
+pytestmark = pytest.mark.xdist_group("test_pgm_bins")
+
 VARS = ["AGEP", "MSP", "SEX"]
 ROWS = 3_000
 KEY = bytes(range(7, 39))

@@ -40,6 +40,10 @@ from pramkit.audit import audit
 from pramkit.pgm_compression import Compression
 from pramkit.synthesize import synthesize_release
 
+#: The module's tests run in one test process (``--dist loadgroup``): its fixture makes a release (about
+#: 6 s) and, with the tests spread over two processes, was made once in each.
+pytestmark = pytest.mark.xdist_group("test_pgm_compression")
+
 VARS = ["AGEP", "MSP", "SEX"]
 ROWS = 3_000
 KEY = bytes(range(32))

@@ -8,7 +8,8 @@ estimator restarted at its conservative step does not (the defect the carried st
 read "the model did not move" and spend their budget too fast).  The carried estimator's objective is mbi's:
 run long enough, both reach the same marginals; and it carries the marginals mbi's iteration recomputes, its
 iterates mbi's own.  Every carried estimator compares and hashes alike, so mbi's
-compiled step is shared.  Skipped in one line without ``mbi`` or without the shared data.
+compiled step is shared.  A release keeps JAX's persistent compilation cache on only where the user gave it a
+folder, and puts JAX's settings back.  Skipped in one line without ``mbi`` or without the shared data.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ pytest.importorskip("mbi", reason='the model pgm needs mbi: pip install "pramkit
 from mbi import Domain, LinearMeasurement, estimation
 
 from pramkit.synthesize_pgm import carried_step_estimator
+
+#: The module's tests run in one test process (``--dist loadgroup``): its fixtures (the noisy tables and mbi's
+#: reference fit, about 4 s) were made once in each process its tests were spread over.
+pytestmark = pytest.mark.xdist_group("test_pgm_fit_step")
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
 FEATURES = ["MSP", "EDU", "PINCP_DECILE", "SEX"]
@@ -98,7 +103,10 @@ def test_every_carried_estimator_shares_one_compiled_step():
 
 def test_a_process_making_release_after_release_keeps_its_memory_maps(tmp_path):
     """Each release compiles programs holding mapped executable memory; dropped after it, the process's memory
-    maps stay level (kept, they grew by about 2 500 a release here, and the kernel's 65 530 ran out)."""
+    maps stay level (kept, they grew by about 2 500 a release of NIST's family features, and the kernel's
+    65 530 ran out).  Each release here runs 8 rounds (2 a variable; each new set of cliques a new program):
+    with the programs kept, the maps grew by about 1 200 over the last two releases, four times the bound
+    (the default's 16 rounds: 1 600, in 1.7 times the time)."""
     import os
 
     from pramkit.synthesize import synthesize_release
@@ -114,7 +122,7 @@ def test_a_process_making_release_after_release_keeps_its_memory_maps(tmp_path):
     counts = []
     for i in range(3):
         synthesize_release(frame, tmp_path / f"s{i}.csv", variables=FEATURES, public="", epsilon=1.0,
-                           key=bytes([i + 1]) * 32, model="pgm", delta=1e-5, neighbours="add-remove")
+                           key=bytes([i + 1]) * 32, model="pgm", delta=1e-5, neighbours="add-remove", rounds=8)
         counts.append(maps())
     assert counts[2] - counts[0] < 300, counts
 
@@ -210,3 +218,27 @@ def test_a_marginal_whose_product_underflows_is_counted_again_with_its_rules() -
     want = np.exp(logsumexp(joint, axis=(1, 2)) - logsumexp(joint)).T * 1000.0  # (d, a)
     np.testing.assert_allclose(got, want, rtol=1e-9)
     assert got[2, 0] == 0 and got[1, 2] == 0
+
+
+@pytest.mark.parametrize("folder, user_on, on", [(None, True, False), ("given", True, True), ("given", False, False)])
+def test_the_persistent_cache_is_used_only_where_the_user_gave_it_a_folder(tmp_path, folder, user_on, on):
+    """Inside a release's block JAX runs in float64, its persistent compilation cache on only where the user
+    gave it a folder and did not turn it off; every setting is put back after the block."""
+    import jax
+
+    from pramkit.synthesize_pgm import _quiet_jax
+
+    names = ("jax_enable_x64", "jax_enable_compilation_cache", "jax_compilation_cache_dir")
+    before = {name: jax.config.values[name] for name in names}
+    try:
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path) if folder else None)
+        jax.config.update("jax_enable_compilation_cache", user_on)
+        jax.config.update("jax_enable_x64", False)
+        with _quiet_jax():
+            assert jax.config.values["jax_enable_compilation_cache"] is on
+            assert jax.config.values["jax_enable_x64"] is True
+        assert jax.config.values["jax_enable_compilation_cache"] is user_on
+        assert jax.config.values["jax_enable_x64"] is False
+    finally:
+        for name, value in before.items():
+            jax.config.update(name, value)

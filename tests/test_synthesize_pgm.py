@@ -37,6 +37,10 @@ from pramkit.structure import Rules
 from pramkit.synthesize import synthesize_release
 from pramkit.synthesize_pgm import expected_noise, fit_and_draw, schedule, shared_draws
 
+#: The module's tests run in one test process (``--dist loadgroup``): its fixture makes a release by the
+#: command line (about 3 s) and, with the tests spread over two processes, was made once in each.
+pytestmark = pytest.mark.xdist_group("test_synthesize_pgm")
+
 KEY = bytes(range(32))
 ROWS = 2_000
 FEATURES = ["SEX", "HOUSING_TYPE", "OWN_RENT"]
