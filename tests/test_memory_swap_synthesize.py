@@ -5,13 +5,17 @@ chunk and one of sixteen, each command in a fresh process reporting ``VmHWM``.  
 something per record, so each may grow from the small file to the large by a stated MiB and a stated
 number of bytes per record (about 1.5 times what was measured).
 
-Holding less changed no output: the code of commit :data:`BEFORE` (built from the repository's history)
-and this tree's write the same files byte for byte, and print the same ``--json`` summary but for its
-wall time, on a census with missing values and on the EU-SILC file.
+Holding less changed no output: the code of commit :data:`BEFORE` (built from the repository's history, run
+in a process of its own) and this tree's (run in the test's process: the outputs are compared, not the
+process) write the same files byte for byte, and print the same ``--json`` summary but for its wall time,
+on a census with missing values and on the EU-SILC file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import io
 import json
 import os
 import subprocess
@@ -19,6 +23,7 @@ import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from test_count_groups import REPO, archived_src
@@ -160,6 +165,39 @@ def _run(src: Path, out: Path, args: list[str], data: dict[str, Path]) -> tuple[
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}, summary
 
 
+class _Fixed(datetime.datetime):
+    """:data:`RUN`'s clock: a manifest's time stamp fixed."""
+
+    @classmethod
+    def now(cls, tz: datetime.tzinfo | None = None) -> datetime.datetime:
+        return datetime.datetime(2020, 1, 1, tzinfo=tz)
+
+
+def _main_here(args: list[str]) -> tuple[int, str, str]:
+    """``pramkit ARGS`` with this tree's code (the one this process imports, ``REPO / "src"``) in this process,
+    the time stamp fixed as :data:`RUN` fixes it: its exit status, stdout and stderr."""
+    import pramkit.manifest
+    from pramkit.cli import main
+
+    assert Path(pramkit.manifest.__file__).resolve().is_relative_to((REPO / "src").resolve())
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(pramkit.manifest, "datetime", _Fixed), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _run_here(out: Path, args: list[str], data: dict[str, Path]) -> tuple[dict[str, bytes], Any]:
+    """:func:`_run` with this tree's code, in this process (:func:`_main_here`)."""
+    out.mkdir()
+    named = [a.format(out=out, **{k: str(v) for k, v in data.items()}) for a in args]
+    code, printed, err = _main_here(named)
+    assert code == 0, err[-2000:]
+    summary = json.loads(printed)
+    summary.pop("seconds")
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}, summary
+
+
 SWAP_CASES = {
     "census, targeted, partners": ["swap", "{inp}/census.parquet", "--hid", "hid", "--geo", "region,area",
                                    "--risk-vars", "age,sex,marital_status,race", "--similar", "hsize",
@@ -198,7 +236,7 @@ def test_the_outputs_are_those_of_the_code_before(before_src: Path, inputs: Path
     data = {"inp": inputs, "silc": sdc_data}
     before = _run(before_src, tmp_path / "out", args, data)  # the summaries name the files: one folder for both
     (tmp_path / "out").rename(tmp_path / "before")
-    after = _run(REPO / "src", tmp_path / "out", args, data)
+    after = _run_here(tmp_path / "out", args, data)
     assert list(after[0]) == list(before[0]) and len(after[0]) >= 2
     for name, content in before[0].items():
         same = after[0][name] == content   # outside the assert: pytest would diff two files of MBs, for many minutes
@@ -225,11 +263,12 @@ REFUSED = {
 def test_the_refusals_are_those_of_the_code_before(before_src: Path, tmp_path: Path, case: str) -> None:
     data = tmp_path / "data.csv"
     data.write_text(REFUSED[case])
-    lines = []
-    for src in (before_src, REPO / "src"):
-        proc = subprocess.run([sys.executable, "-c", RUN, "swap", str(data), "--hid", "hid", "--geo", "area",
-                               "--similar", "one", "--chunk-rows", "3", "--out", str(tmp_path / "out.csv")],
-                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(src)}, timeout=600)
-        assert proc.returncode != 0
-        lines.append(proc.stderr.strip().splitlines()[-1])
+    args = ["swap", str(data), "--hid", "hid", "--geo", "area", "--similar", "one", "--chunk-rows", "3", "--out",
+            str(tmp_path / "out.csv")]
+    proc = subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(before_src)}, timeout=600)
+    assert proc.returncode != 0
+    code, _, err = _main_here(args)                                  # this tree's code, in this process
+    assert code != 0
+    lines = [proc.stderr.strip().splitlines()[-1], err.strip().splitlines()[-1]]
     assert lines[0] == lines[1] and ("spelled two ways" in lines[1]) == (case == "spelled and moved")

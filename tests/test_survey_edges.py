@@ -455,6 +455,21 @@ def test_a_child_with_a_status_breaks_the_rule(silc: Path, tmp_path: Path, capsy
                    f"row {row + 1} breaks rule 1", capsys)
 
 
+@pytest.fixture(scope="module")
+def unpaired_manifest(silc: Path) -> dict:
+    """The manifest (as JSON) of the design under the rule "0-15 has no status", which lists 0-15 as unpaired;
+    made once for the module, each test editing a deep copy."""
+    folder = silc / "unpaired"
+    folder.mkdir(exist_ok=True)
+    rules = folder / "rules.csv"
+    rules.write_text(UNDER_16["any status"], encoding="utf-8")
+    good = folder / "good.json"
+    code, _, err = run(["design", silc / "silc.csv", "--vars", "ageg,pl030", "--split", "joint", "--forbid", rules,
+                        "--epsilon", "4", "--out", good])
+    assert code == 0, err
+    return json.loads(good.read_text())
+
+
 @pytest.mark.parametrize("edit,says", [
     (lambda v: v.update(unpaired={"ageg": ["16-24"]}), "is in a cell of the matrix"),
     (lambda v: v.update(unpaired={"sex": ["0-15"]}), "which is not one of its columns"),
@@ -463,14 +478,9 @@ def test_a_child_with_a_status_breaks_the_rule(silc: Path, tmp_path: Path, capsy
     (lambda v: v.update(unpaired=["0-15"]), "must map column names to lists of values"),
     (lambda v: v.update(unpaired={"ageg": ["0-15"]}, missing="category"), "missing"),
 ])
-def test_a_bad_unpaired_field_is_one_line(silc: Path, tmp_path: Path, capsys, edit: Any, says: str) -> None:
-    rules = tmp_path / "rules.csv"
-    rules.write_text(UNDER_16["any status"], encoding="utf-8")
-    good = tmp_path / "good.json"
-    code, _, err = run(["design", silc / "silc.csv", "--vars", "ageg,pl030", "--split", "joint", "--forbid", rules,
-                        "--epsilon", "4", "--out", good])
-    assert code == 0, err
-    m = json.loads(good.read_text())
+def test_a_bad_unpaired_field_is_one_line(unpaired_manifest: dict, tmp_path: Path, capsys, edit: Any,
+                                         says: str) -> None:
+    m = copy.deepcopy(unpaired_manifest)
     edit(m["variables"][0])
     folder = tmp_path / "in"
     folder.mkdir()
