@@ -22,7 +22,7 @@ Usage::
     python benchmarks/bench_sdnist.py [--configs raw,dp-10,...] [--list] [--out DIR] [--plot FILE]
         [--data FILE] [--features A,B,...] [--public A,B] [--target NATIONAL|MA|TX] [--seed 1]
     python benchmarks/bench_sdnist.py --peers [--feature-set SET] [--epsilons 1,2,10] [--peer-tools mst,aim]
-        [--models pgm-zcdp,...] [--peer-minutes 60] [--rounds-per-variable R] [--plot FILE]
+        [--models pgm-zcdp,...] [--peer-minutes 60] [--peer-releases DIR] [--rounds-per-variable R] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -192,6 +192,7 @@ class Setup:
     rounds_per_variable: the model pgm's nominal rounds over the number of variables (``--rounds-per-variable``;
         None: the command's default)
     bins: the model pgm's declared bins (``--bins``), variable -> width, for the features among them
+    peer_releases: the folder of the peers' releases kept from earlier runs (``--peer-releases``; None: none kept)
     """
 
     source: Path
@@ -206,6 +207,7 @@ class Setup:
     peer_seconds: float | None = None  # a peer's release stopped after this long (``--peer-minutes``); None: never
     rounds_per_variable: int | None = None  # the model pgm's ``--rounds`` over the variables; None: the default
     bins: dict[str, int] = field(default_factory=dict)  # the model pgm's ``--bins``, for the features among them
+    peer_releases: Path | None = None  # ``--peer-releases``: a peer's release kept there is read, not made again
 
     @property
     def perturbed(self) -> list[str]:
@@ -258,6 +260,7 @@ class Release:
     note: str = ""
     synthesis: Any = None  # a pramkit.synthesize.SynthesisResult (central epsilon; its manifest is kept)
     central: str | None = None  # another tool's stated central guarantee (its own words)
+    kept: KeptRelease | None = None  # read from ``--peer-releases``: when and how fast an earlier run made it
 
 
 @dataclass(frozen=True)
@@ -831,8 +834,94 @@ def dpmm_python() -> str | None:
     return environment_python("DPMM_PYTHON", "dpmm.pipelines")
 
 
+@dataclass(frozen=True)
+class KeptRelease:
+    """A peer's release made by an earlier run (``--peer-releases``): when (UTC, ISO 8601) and in how many seconds."""
+
+    made: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PeerStore:
+    """The peers' releases kept in a folder (``--peer-releases``), each under the digest of everything it was made
+    from, so that a long run (AIM at epsilon 10 takes hours here) is made once and then scored by every later run.
+
+    A release is made from: the peer's script (:data:`PEER_SCRIPT`), the peer, epsilon, delta and seed, the bytes
+    of the input file and of the declared codes, and the peer's environment (its Python and every installed
+    distribution with its version).  Any change of these gives another digest, so the release is made again.
+    Each kept release is ``DIGEST.csv`` with ``DIGEST.json`` beside it: the inputs in words, the SHA-256 of the
+    CSV, when it was made and in how many seconds.  A CSV whose bytes no longer have that SHA-256 is made again.
+
+    >>> import tempfile
+    >>> store = PeerStore(Path(tempfile.mkdtemp()))
+    >>> inputs = {"peer": "aim", "epsilon": 10.0}
+    >>> made = store.path(inputs).with_suffix(".new")
+    >>> _ = made.write_text("A\\n1\\n", encoding="utf-8")
+    >>> store.keep(inputs, made, 3600.0)
+    >>> out = store.root / "copy.csv"
+    >>> store.read(inputs, out).seconds, out.read_text(encoding="utf-8")
+    (3600.0, 'A\\n1\\n')
+    >>> store.read({"peer": "aim", "epsilon": 1.0}, out) is None
+    True
+    """
+
+    root: Path
+
+    def path(self, inputs: Mapping[str, Any]) -> Path:
+        digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+        return self.root / f"{digest}.csv"
+
+    def read(self, inputs: Mapping[str, Any], out: Path) -> KeptRelease | None:
+        """Copy the release made from ``inputs`` to ``out``; None when none is kept, or its bytes have changed."""
+        path = self.path(inputs)
+        try:
+            about = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+            data = path.read_bytes()
+        except (OSError, ValueError):
+            return None
+        if not isinstance(about, dict) or about.get("inputs") != json.loads(json.dumps(inputs)) \
+                or about.get("sha256") != hashlib.sha256(data).hexdigest():
+            return None
+        out.write_bytes(data)
+        return KeptRelease(str(about["made"]), float(about["seconds"]))
+
+    def keep(self, inputs: Mapping[str, Any], made: Path, seconds: float) -> None:
+        """Keep the file ``made`` as the release of ``inputs``: the CSV, then its description, each written whole
+        (a temporary file renamed), so that a run stopped part-way leaves nothing a later run would read."""
+        path = self.path(inputs)
+        self.root.mkdir(parents=True, exist_ok=True)
+        data = made.read_bytes()
+        about = {"inputs": inputs, "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(seconds, 3),
+                 "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        for target, content in ((path, data), (path.with_suffix(".json"),
+                                               (json.dumps(about, indent=1, sort_keys=True) + "\n").encode())):
+            part = target.with_name(target.name + ".part")
+            try:
+                part.write_bytes(content)
+                os.replace(part, target)
+            finally:
+                part.unlink(missing_ok=True)
+
+
+_ENVIRONMENTS: dict[str, str] = {}
+
+
+def environment_digest(python: str) -> str:
+    """The SHA-256 of an interpreter's version and of every distribution installed beside it (name and version):
+    a peer's release depends on them.  Asked once per interpreter in a run."""
+    if python not in _ENVIRONMENTS:
+        listing = subprocess.run(
+            [python, "-c", "import sys, importlib.metadata as m; print(sys.version); "
+             "print(sorted({(d.metadata['Name'] or '').lower(): d.version for d in m.distributions()}.items()))"],
+            capture_output=True, text=True, check=True).stdout
+        _ENVIRONMENTS[python] = hashlib.sha256(listing.encode()).hexdigest()
+    return _ENVIRONMENTS[python]
+
+
 def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
-    """dpmm's MST or AIM on every feature (none released as it is), in its own environment (``DPMM_PYTHON``)."""
+    """dpmm's MST or AIM on every feature (none released as it is), in its own environment (``DPMM_PYTHON``); with
+    ``--peer-releases``, read from there when an earlier run made it from the same inputs (:class:`PeerStore`)."""
     python = dpmm_python()
     if python is None:
         raise Skip("dpmm is not available: set DPMM_PYTHON to the interpreter of a venv with `pip install dpmm`")
@@ -841,6 +930,18 @@ def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
     codes_file.write_text(json.dumps(codes), encoding="utf-8")
     path = setup.path(f"{peer}.csv")
     central = f"{epsilon:g} (delta {PEER_DELTA:g}; dpmm {PEERS[peer]})"
+    note = f"every feature synthesized by dpmm's {PEERS[peer]}"
+    store = None if setup.peer_releases is None else PeerStore(setup.peer_releases)
+    inputs: dict[str, Any] = {}
+    if store is not None:
+        inputs = {"peer": peer, "epsilon": epsilon, "delta": PEER_DELTA, "seed": setup.seed,
+                  "script": hashlib.sha256(PEER_SCRIPT.encode()).hexdigest(),
+                  "input": hashlib.sha256(setup.source.read_bytes()).hexdigest(),
+                  "codes": hashlib.sha256(codes_file.read_bytes()).hexdigest(), "environment": environment_digest(python)}
+        kept = store.read(inputs, path)
+        if kept is not None:
+            return Release(path, [], na_values=(), central=central, note=note, kept=kept)
+    t0 = time.perf_counter()
     try:  # stopped (killed) at the time limit, when there is one
         proc = subprocess.run([python, "-c", PEER_SCRIPT, peer, str(setup.source), str(codes_file), str(path),
                                str(epsilon), str(PEER_DELTA), str(setup.seed)], capture_output=True, text=True,
@@ -850,7 +951,12 @@ def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
     if proc.returncode != 0:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no message)"]
         raise ToolFailed(f"dpmm's {PEERS[peer]} failed at epsilon {epsilon:g}: {last[0]}")
-    return Release(path, [], na_values=(), central=central, note=f"every feature synthesized by dpmm's {PEERS[peer]}")
+    if store is not None:
+        try:
+            store.keep(inputs, path, time.perf_counter() - t0)
+        except OSError as why:  # the release stands (it is scored); a later run makes it again
+            print(f"bench_sdnist: {peer}-{epsilon:g} not kept in {store.root}: {why}", file=sys.stderr)
+    return Release(path, [], na_values=(), central=central, note=note)
 
 
 def _mst(setup: Setup, epsilon: float) -> Release:
@@ -1115,6 +1221,7 @@ class Row:
     digest: str = ""  # SHA-256 of the scored file: two runs that print the same digest scored the same file
     unfinished: bool = False  # a peer stopped at its time limit (release_seconds): nothing released, nothing scored
     broken: int | None = None  # records breaking a definition of :func:`definition_rules` (SDNist checks some)
+    made: str = ""  # a peer's release read from ``--peer-releases``: when an earlier run made it ("": in this run)
 
 
 def keep(out: Path, name: str, setup: Setup, release: Release) -> Path:
@@ -1168,7 +1275,7 @@ def run_config(name: str, setup: Setup, *, python: str | None, data_root: Path, 
     step = replace(setup, workdir=workdir)
     t0 = time.perf_counter()
     release = CONFIGS[name].build(step)
-    release_seconds = time.perf_counter() - t0
+    release_seconds = time.perf_counter() - t0 if release.kept is None else release.kept.seconds
     scored = workdir / f"{name}.csv"
     if out is not None:
         scored = keep(out, name, step, release)
@@ -1194,7 +1301,7 @@ def run_config(name: str, setup: Setup, *, python: str | None, data_root: Path, 
     broken = rules_broken(pd.read_csv(scored, dtype=str, keep_default_na=False),
                           definition_rules(step, step.features))
     return Row(name, local, central, scores, tv, release_seconds, time.perf_counter() - t1, eps, release.note, digest,
-               broken=broken)
+               broken=broken, made="" if release.kept is None else release.kept.made)
 
 
 def rules_broken(frame: Any, rules: Sequence[Mapping[str, str]]) -> int:
@@ -1274,7 +1381,10 @@ def provenance(rows: Sequence[Row]) -> str:
 
     libraries = ", ".join(f"{m.__name__} {m.__version__}" for m in (pramkit, numpy, scipy, pandas, pyarrow))
     files = ", ".join(f"{r.name} {r.digest[:16]}" for r in rows if not r.unfinished)  # nothing scored
-    return f"libraries: {libraries}\nscored files (SHA-256, first 16 hex digits): {files}"
+    kept = ", ".join(f"{r.name} ({r.made})" for r in rows if r.made)
+    return (f"libraries: {libraries}\nscored files (SHA-256, first 16 hex digits): {files}"
+            + (f"\npeers' releases made by an earlier run from the same inputs (--peer-releases), scored in this run: "
+               f"{kept}" if kept else ""))
 
 
 def plot(rows: Sequence[Row], path: Path, refs: Sequence[dict[str, Any]] = REFERENCES) -> bool:
@@ -1430,6 +1540,9 @@ def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
     |---|---|---|---|---|---|---|---|---|---|
     | family | mst-1 | 1 (delta 1e-05; dpmm MST) | none | 960 | 20 % | 5.00 | 3 | 7 | 2.0 |
     | family | aim-10 | 10 (delta 1e-05; dpmm AIM) | none | not finished | - | - | - | - | stopped at 3600 |
+    >>> kept = replace(mst, made="2026-11-28T20:01:02Z")
+    >>> peers_table([("family", kept)]).splitlines()[-1].split(" | ")[-1]
+    '2.0, made 2026-11-28T20:01:02Z |'
     """
     head = ["features", "release", "central epsilon", "released exactly", "k-marginal", "subsample equivalent",
             "matched % all", "inconsistencies", "rules broken", "release s"]
@@ -1440,7 +1553,8 @@ def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
         cells = [features, r.name, r.central, "none", k_marginal,
                  "-" if s is None or s.subsample is None else f"{s.subsample:g} %", _fmt(s and s.matched_all, ".2f"),
                  "-" if s is None else str(s.inconsistent), _fmt(r.broken, "d"),
-                 f"stopped at {r.release_seconds:.0f}" if r.unfinished else f"{r.release_seconds:.1f}"]
+                 f"stopped at {r.release_seconds:.0f}" if r.unfinished
+                 else f"{r.release_seconds:.1f}" + (f", made {r.made}" if r.made else "")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -1456,7 +1570,8 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
             setup = replace(prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
                                     data_root / "data_dictionary.json"),
                             peer_seconds=60 * args.peer_minutes if args.peer_minutes else None,
-                            rounds_per_variable=args.rounds_per_variable, bins=args.bins)
+                            rounds_per_variable=args.rounds_per_variable, bins=args.bins,
+                            peer_releases=args.peer_releases)
             for config in peer_configs(args.epsilons, peers=not args.no_peer_runs, tools=args.peer_tools,
                                        models=args.models):
                 on_demand(config)
@@ -1606,6 +1721,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--peer-minutes", default=str(PEER_MINUTES),
                     help="with --peers: a peer's release still running after this many minutes is stopped, and its "
                          "row says so (default %(default)s; 0: never stopped)")
+    ap.add_argument("--peer-releases", type=Path, default=None, metavar="DIR",
+                    help="keep each peer's release in DIR, and read one made there from the same inputs (script, "
+                         "data, codes, epsilon, delta, seed, the peer's installed packages) instead of making it "
+                         "again: SDNist scores it in this run, and its row gives when it was made")
     ap.add_argument("--rounds-per-variable", default=None, metavar="R",
                     help="the model pgm's rows (pgm-zcdp, pgm-all) run `--rounds` R times their number of features "
                          f"(default the command's: 4 per variable; 1 to {MOST_ROUNDS_PER_VARIABLE})")
@@ -1664,6 +1783,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"--rounds-per-variable {args.rounds_per_variable} times the {widest} features passes the most rounds "
               f"({MOST_ROUNDS}): at most {MOST_ROUNDS // widest} here", file=sys.stderr)
         return 2
+    if args.peer_releases is not None and args.peer_releases.exists() and not args.peer_releases.is_dir():
+        print(f"--peer-releases takes a folder; {args.peer_releases} is a file", file=sys.stderr)
+        return 2
     data_root = Path(os.environ.get("SDNIST_DATA_ROOT") or DATA_ROOT)
     python = None if args.no_score else sdnist_python()
     if not args.data.is_file() or (python is None and not args.no_score):
@@ -1698,7 +1820,7 @@ def run_configs(args: argparse.Namespace, names: Sequence[str], features: Sequen
     workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-"))
     try:
         setup = replace(prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json"),
-                        rounds_per_variable=args.rounds_per_variable, bins=args.bins)
+                        rounds_per_variable=args.rounds_per_variable, bins=args.bins, peer_releases=args.peer_releases)
         rows: list[Row] = []
         for name in names:
             try:

@@ -100,6 +100,7 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     (["--peers", "--bins", "AGE=5"], "--bins names AGE, which is not a synthesized variable"),
     (["--peers", "--bins", "AGEP=0"], "--bins: the width of AGEP must be a positive integer, got '0'"),
     (["--bins", "AGEP"], "--bins must be written VAR=WIDTH, comma-separated"),
+    (["--peers", "--peer-releases", str(ROOT / "pyproject.toml")], "--peer-releases takes a folder; "),
 ])
 def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
     assert bench.main(args) == 2
@@ -566,3 +567,104 @@ def test_the_quarter_rows_give_each_draw_to_one_and_a_quarter_records(name: str,
     finally:
         if fresh and name in bench.CONFIGS:
             del bench.CONFIGS[name]
+
+
+def _counting_peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A dpmm whose pipelines draw the input's records again (seeded), each fit logged as a line of its epsilon
+    in the file returned: the peer's runs are counted without dpmm."""
+    log = tmp_path / "peer-runs"
+    fake = tmp_path / "fake" / "dpmm"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("", encoding="utf-8")
+    (fake / "pipelines.py").write_text(
+        "import os\n"
+        "class AIMPipeline:\n"
+        "    def __init__(self, **kw):\n        self.kw = kw\n"
+        "    def fit(self, coded, domain, random_state):\n"
+        f"        open({str(log)!r}, 'a').write(f\"{{self.kw['epsilon']}}\\n\")\n"
+        "        self.coded = coded\n"
+        "    def generate(self, n_records, random_state):\n"
+        "        return self.coded.sample(n=n_records, replace=True, random_state=random_state).reset_index(drop=True)\n"
+        "MSTPipeline = AIMPipeline\n", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
+    monkeypatch.setattr(bench, "dpmm_python", lambda: sys.executable)
+    return log
+
+
+def test_a_kept_peer_release_is_read_back_only_for_the_same_inputs(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--peer-releases``: the second run of a peer from the same inputs reads the kept file (the peer is not run;
+    the same bytes are scored; the row gives the first run's time and when it was made); another epsilon, seed or
+    input record, or a kept file whose bytes were changed, makes the release again."""
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    log = _counting_peer(tmp_path, monkeypatch)
+    store = tmp_path / "kept"
+
+    def run(config: str, *, seed: int = 1, data: Path = excerpt) -> bench.Row:
+        work = tmp_path / f"work-{len(list(tmp_path.glob('work-*')))}"
+        setup = bench.replace(bench.prepare(data, list(bench.FEATURE_SETS["demographic"]), [], seed, work, None),
+                              peer_releases=store)
+        bench.on_demand(config)
+        return bench.run_config(config, setup, python=None, data_root=NIST, target="NATIONAL", out=None)
+
+    def runs() -> int:
+        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
+
+    first = run("aim-1")
+    assert runs() == 1 and first.made == "" and len(list(store.glob("*.csv"))) == 1
+    about = json.loads(next(store.glob("*.json")).read_text(encoding="utf-8"))
+    again = run("aim-1")
+    assert runs() == 1, "the kept release was made again"
+    assert again.digest == first.digest and again.made == about["made"] and again.release_seconds == about["seconds"]
+    assert again.broken == first.broken
+    run("aim-2")
+    run("aim-1", seed=2)
+    lines = excerpt.read_text(encoding="utf-8").splitlines()
+    other = tmp_path / "other.csv"  # one record's age changed
+    header = lines[0].split(",")
+    cells = lines[1].split(",")
+    cells[header.index("AGEP")] = "44" if cells[header.index("AGEP")] != "44" else "45"
+    other.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n", encoding="utf-8")
+    run("aim-1", data=other)
+    assert runs() == 4 and len(list(store.glob("*.csv"))) == 4
+    kept = bench.PeerStore(store).path(about["inputs"])
+    kept.write_bytes(kept.read_bytes().replace(b"\n", b"\r\n"))  # the kept file changed after it was made
+    assert run("aim-1").made == "" and runs() == 5
+    assert run("aim-1").made != "" and runs() == 5  # kept again, whole
+
+
+def test_a_peer_release_that_cannot_be_kept_is_scored_and_made_again_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """Injected failure: the description of a kept release cannot be written.  The run says so in one line and
+    scores the release; nothing half-written stays in the folder, and the next run makes the release again. A
+    peer that fails keeps nothing."""
+    import os
+
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    log = _counting_peer(tmp_path, monkeypatch)
+    store = tmp_path / "kept"
+    setup = bench.replace(bench.prepare(excerpt, list(bench.FEATURE_SETS["demographic"]), [], 1, tmp_path / "w", None),
+                          peer_releases=store)
+    real = os.replace
+
+    def failing(src: object, dst: object) -> None:
+        if str(dst).endswith(".json"):
+            raise OSError(28, "No space left on device")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bench.os, "replace", failing)
+    row = bench.run_config("mst-1", setup, python=None, data_root=NIST, target="NATIONAL", out=None)
+    err = capsys.readouterr().err
+    assert row.made == "" and row.digest and err.count("\n") == 1 and "mst-1 not kept in" in err and \
+        "No space left on device" in err, err
+    assert not list(store.glob("*.part")) and not list(store.glob("*.json"))
+    monkeypatch.setattr(bench.os, "replace", real)
+    assert bench.run_config("mst-1", setup, python=None, data_root=NIST, target="NATIONAL", out=None).made == ""
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 2
+    for kept in store.iterdir():
+        kept.unlink()
+    (tmp_path / "fake" / "dpmm" / "pipelines.py").write_text(
+        "class MSTPipeline:\n    def __init__(self, **kw):\n        raise ValueError('no')\n", encoding="utf-8")
+    with pytest.raises(bench.ToolFailed):
+        bench.run_config("mst-1", setup, python=None, data_root=NIST, target="NATIONAL", out=None)
+    assert not list(store.iterdir())
