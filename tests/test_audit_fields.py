@@ -23,6 +23,8 @@ from typing import Any
 import pandas as pd
 import pytest
 from conftest import SDC_DATA
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pramkit.audit import audit
 from pramkit.audit.fields import FILES, PublicField, path_text, walk
@@ -508,3 +510,67 @@ def test_the_forgery_changes_the_value():
     for value in (True, 3, 0.5, 1e-14, 0.0, "abc", "0" * 63 + "1", "inf", None, [], [1, 2], [[1, 2]], {"a": 1},
                   {}, ["only sentence here"]):
         assert forged(copy.deepcopy(value), "x") != value
+
+
+# ------------------------------------------------------------------ the walk, against a scan of every pattern
+
+def _scan(raw: Any, declared: tuple[PublicField, ...]) -> tuple[list, list[str]]:
+    """The walk's rule by brute force: at each path, every pattern is tried in turn (a pattern covers a path when
+    it has as many segments and each is the key, ``*`` for a key, ``[*]`` for an index)."""
+    def covers(parts: tuple[str, ...], at: tuple) -> bool:
+        return len(parts) == len(at) and all(
+            (p == "[*]" and isinstance(c, int)) or (p == "*" and isinstance(c, str)) or p == c
+            for p, c in zip(parts, at))
+
+    def inside(at: tuple, index: bool = False) -> bool:
+        return any(len(f.parts) > len(at) and covers(f.parts[:len(at)], at)
+                   and (not index or f.parts[len(at)] == "[*]") for f in declared)
+
+    found: list = []
+    undeclared: list[str] = []
+
+    def visit(value: Any, at: tuple) -> None:
+        hits = [f for f in declared if covers(f.parts, at)]
+        if hits and not (isinstance(value, dict) and value and inside(at)):
+            found.append((hits[0], at, value))
+        elif isinstance(value, dict) and value:
+            for k, v in value.items():
+                visit(v, (*at, str(k)))
+        elif isinstance(value, list) and value and inside(at, index=True):
+            for i, v in enumerate(value):
+                visit(v, (*at, i))
+        elif not (isinstance(value, (dict, list)) and not value and inside(at)):
+            undeclared.append(path_text(at))
+
+    for k, v in raw.items():
+        visit(v, (str(k),))
+    return found, undeclared
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_walk_finds_what_a_scan_of_every_pattern_finds(releases, case):
+    """The walk over the tree of patterns gives the fields, values and undeclared paths that trying every
+    pattern at every path gives, on each kind of real release, and with its declarations in reverse order
+    (where two patterns cover a path, the first declared wins in both)."""
+    target, kind, _ = CASES[case]
+    raw = json.loads((releases["dir"] / target).read_text())
+    for declared in (tuple(FILES[kind]), tuple(reversed(FILES[kind])), tuple(FILES[kind])[::3]):
+        assert walk(raw, declared) == _scan(raw, declared), (case, len(declared))
+
+
+_SEGMENTS = st.sampled_from(["a", "b", "*", "[*]", "0"])
+_JSON = st.recursive(st.none() | st.integers(-3, 3) | st.text("ab", max_size=2),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.sampled_from(["a", "b", "0", "*", "[*]"]), inner, max_size=3),
+                     max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(patterns=st.lists(st.lists(_SEGMENTS, min_size=1, max_size=4), max_size=6),
+       raw=st.dictionaries(st.sampled_from(["a", "b", "0", "*"]), _JSON, max_size=3))
+def test_the_walk_agrees_with_the_scan_on_any_document(patterns, raw):
+    """Any patterns (keys, ``*``, ``[*]``, keys that look like either) over any document: the same fields in the
+    same order, the same values and the same undeclared paths as the scan."""
+    declared = tuple(PublicField(".".join(p).replace(".[*]", "[*]"), "recomputed", f"check {i}", "")
+                     for i, p in enumerate(patterns) if p[0] != "[*]")  # the same pattern twice: two fields
+    assert walk(raw, declared) == _scan(raw, declared)

@@ -31,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -76,7 +77,7 @@ class PublicField:
         if (self.kind == "free_text") != (self.check == "ignored"):
             raise ValueError(f"field {self.path!r}: free text, and only free text, is ignored")
 
-    @property
+    @functools.cached_property
     def parts(self) -> tuple[str, ...]:
         """The pattern as segments: keys, ``"[*]"`` and ``"*"``."""
         return split_path(self.path)
@@ -279,7 +280,12 @@ def walk(raw: Any, declared: Sequence[PublicField]
          ) -> tuple[list[tuple[PublicField, tuple[str | int, ...], Any]], list[str]]:
     """Every declared field of a JSON document with its concrete path and value, and every undeclared
     path: a value whose path no pattern covers (a leaf, an empty object or list, or an object or list
-    holding neither declared nor walkable items) is undeclared.
+    holding neither declared nor walkable items) is undeclared.  Where several patterns cover a path,
+    the one declared first is its field.
+
+    The patterns are read once into a tree of their segments (:class:`_Patterns`), and the document is
+    walked with the set of the tree's nodes its path reaches, so that each value costs the patterns that
+    can still cover it, not every pattern.
 
     Examples
     --------
@@ -290,36 +296,65 @@ def walk(raw: Any, declared: Sequence[PublicField]
     """
     found: list[tuple[PublicField, tuple[str | int, ...], Any]] = []
     undeclared: list[str] = []
+    fields_ = tuple(declared)
+    root = _patterns(fields_)
 
-    def visit(value: Any, at: tuple[str | int, ...]) -> None:
-        hit = next((f for f in declared if f.matches(at)), None)
-        if hit is not None and not (isinstance(value, Mapping) and value and _under(declared, at)):
-            found.append((hit, at, value))
+    def visit(value: Any, at: tuple[str | int, ...], nodes: tuple[_Patterns, ...]) -> None:
+        first = min((n.first for n in nodes if n.first is not None), default=None)
+        under = any(n.children for n in nodes)  # some pattern declares fields inside this value
+        if first is not None and not (isinstance(value, Mapping) and value and under):
+            found.append((fields_[first], at, value))
             return
         if isinstance(value, Mapping) and value:
             for k, v in value.items():
-                visit(v, (*at, str(k)))
-        elif isinstance(value, list) and value and _open(declared, at):
+                key = str(k)
+                visit(v, (*at, key), _step(nodes, key))
+        elif isinstance(value, list) and value and any("[*]" in n.children for n in nodes):
+            items = tuple(n.children["[*]"] for n in nodes if "[*]" in n.children)
             for i, v in enumerate(value):
-                visit(v, (*at, i))
-        elif not (isinstance(value, (Mapping, list)) and not value and _under(declared, at)):  # empty, declared inside
+                visit(v, (*at, i), items)
+        elif not (isinstance(value, (Mapping, list)) and not value and under):  # empty, declared inside
             undeclared.append(path_text(at))
 
     if isinstance(raw, Mapping):
         for k, v in raw.items():
-            visit(v, (str(k),))
+            key = str(k)
+            visit(v, (key,), _step((root,), key))
     return found, undeclared
 
 
-def _open(declared: Sequence[PublicField], at: tuple[str | int, ...]) -> bool:
-    """Whether some pattern reaches into the items of the list at ``at``."""
-    n = len(at)
-    return any(len(f.parts) > n and f.parts[n] == "[*]" and covers(f.parts[:n], at) for f in declared)
+@dataclass
+class _Patterns:
+    """A node of the tree of path patterns: the patterns' next segments (keys, ``"*"``, ``"[*]"``), and the
+    position in the declarations of the first pattern that ends here (None: none ends here)."""
+
+    children: dict[str, _Patterns]
+    first: int | None = None
 
 
-def _under(declared: Sequence[PublicField], at: tuple[str | int, ...]) -> bool:
-    """Whether some pattern declares fields inside the value at ``at``."""
-    return any(len(f.parts) > len(at) and covers(f.parts[:len(at)], at) for f in declared)
+@functools.lru_cache(maxsize=64)
+def _patterns(declared: tuple[PublicField, ...]) -> _Patterns:
+    """The tree of ``declared``'s patterns (made once per tuple of declarations)."""
+    root = _Patterns({})
+    for i, f in enumerate(declared):
+        node = root
+        for part in f.parts:
+            node = node.children.setdefault(part, _Patterns({}))
+        if node.first is None:
+            node.first = i
+    return root
+
+
+def _step(nodes: tuple[_Patterns, ...], key: str) -> tuple[_Patterns, ...]:
+    """The nodes an object's key leads to: the key itself, or ``*`` (a pattern's segment equal to the key, as
+    :func:`covers` compares, or any key)."""
+    out = []
+    for n in nodes:
+        for segment in (key, "*") if key != "*" else (key,):
+            child = n.children.get(segment)
+            if child is not None:
+                out.append(child)
+    return tuple(out)
 
 
 # ----------------------------------------------------------------- the JSON Schema of a public file
