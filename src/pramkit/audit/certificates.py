@@ -177,14 +177,22 @@ def polytope_vertices(channel: np.ndarray, t: float) -> np.ndarray:
     rows += [t * channel[y] - channel[x] for x in range(s) for y in range(s) if x != y]
     g = np.array(rows)
     found: list[np.ndarray] = []
-    for chosen in itertools.combinations(range(len(g)), s - 1):
-        system = np.vstack([g[list(chosen)], np.ones(s)])
-        if abs(np.linalg.det(system)) < 1e-12:
-            continue
-        m = np.linalg.solve(system, np.eye(s)[-1])
-        if np.all(g @ m >= -1e-12) and not any(np.allclose(m, f, atol=1e-12) for f in found):
-            found.append(m)
+    choices = itertools.combinations(range(len(g)), s - 1)
+    while len(chunk := np.array(list(itertools.islice(choices, _SYSTEMS_AT_ONCE)), dtype=np.intp).reshape(-1, s - 1)):
+        # the systems of a chunk solved as one stack (LAPACK solves each as it solved it alone)
+        systems = np.empty((len(chunk), s, s))
+        systems[:, :-1] = g[chunk]
+        systems[:, -1] = 1.0
+        systems = systems[np.abs(np.linalg.det(systems)) >= 1e-12]
+        m = np.linalg.solve(systems, np.broadcast_to(np.eye(s)[-1][:, None], (len(systems), s, 1)))[..., 0]
+        for v in m[np.all(m @ g.T >= -1e-12, axis=1)]:  # feasible: every constraint holds
+            if not any(np.allclose(v, f, atol=1e-12) for f in found):
+                found.append(v)
     return np.array(found)
+
+
+#: How many systems of :func:`polytope_vertices` are solved as one stack (at S = 5: 12 650 in all).
+_SYSTEMS_AT_ONCE = 4096
 
 
 def nested_bound(p: np.ndarray, channel: np.ndarray, epsilon: float, dual: np.ndarray) -> float:
