@@ -668,3 +668,16 @@ def test_a_peer_release_that_cannot_be_kept_is_scored_and_made_again_later(
     with pytest.raises(bench.ToolFailed):
         bench.run_config("mst-1", setup, python=None, data_root=NIST, target="NATIONAL", out=None)
     assert not list(store.iterdir())
+
+
+@pytest.mark.parametrize("name", ["PeerStore", "peers_table", "goal_lines", "method_of", "peer_configs"])
+def test_the_documented_examples_hold(name: str) -> None:
+    """The examples in the docstrings of the side-by-side table's parts run as written."""
+    import doctest
+
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = finder.find(getattr(bench, name), name, globs=vars(bench))
+    assert tests and any(t.examples for t in tests)
+    for t in tests:
+        runner.run(t)
+    assert runner.summarize(verbose=False).failed == 0
