@@ -463,7 +463,8 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
     pids = _slow_peer(tmp_path, monkeypatch)
     args = argparse.Namespace(feature_set="demographic", data=excerpt, seed=1, epsilons=[1.0, 2.0], no_peer_runs=False,
                               peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
-                              estimator="mle", plot=None, peer_minutes=1 / 60, rounds_per_variable=None, bins={})
+                              estimator="mle", plot=None, peer_minutes=1 / 60, rounds_per_variable=None, bins={},
+                              peer_releases=None)
     t0 = time.monotonic()
     assert bench.run_peers(args, None, NIST) == 0
     assert time.monotonic() - t0 < 2 * 120  # unstopped, the two peers' sleeps alone would take 240 s (the pramkit rows
