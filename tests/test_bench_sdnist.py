@@ -132,15 +132,11 @@ def test_a_peer_that_fails_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytes
     """A dpmm that fails (here one whose MST raises on fitting) stops the run with one line naming the peer, its
     epsilon and its last words, exit 1, nothing scored."""
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
-    fake = tmp_path / "fake" / "dpmm"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("", encoding="utf-8")
-    (fake / "pipelines.py").write_text(
-        "class MSTPipeline:\n"
-        "    def __init__(self, **kw):\n        pass\n"
-        "    def fit(self, *a, **kw):\n        raise ValueError('the domain is too large for the model')\n"
-        "AIMPipeline = MSTPipeline\n", encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
+    _fake_dpmm(tmp_path, monkeypatch,
+               "class MSTPipeline:\n"
+               "    def __init__(self, **kw):\n        pass\n"
+               "    def fit(self, *a, **kw):\n        raise ValueError('the domain is too large for the model')\n"
+               "AIMPipeline = MSTPipeline\n")
     monkeypatch.setenv("DPMM_PYTHON", sys.executable)
     assert bench.main(["--configs", "mst-1", "--data", str(excerpt), "--no-score"]) == 1
     err = capsys.readouterr().err
@@ -570,24 +566,29 @@ def test_the_quarter_rows_give_each_draw_to_one_and_a_quarter_records(name: str,
             del bench.CONFIGS[name]
 
 
+def _fake_dpmm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipelines: str) -> None:
+    """A package ``dpmm`` whose ``pipelines`` module is the source given, first on the peers' PYTHONPATH."""
+    fake = tmp_path / "fake" / "dpmm"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("", encoding="utf-8")
+    (fake / "pipelines.py").write_text(pipelines, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
+
+
 def _counting_peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A dpmm whose pipelines draw the input's records again (seeded), each fit logged as a line of its epsilon
     in the file returned: the peer's runs are counted without dpmm."""
     log = tmp_path / "peer-runs"
-    fake = tmp_path / "fake" / "dpmm"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("", encoding="utf-8")
-    (fake / "pipelines.py").write_text(
-        "import os\n"
-        "class AIMPipeline:\n"
-        "    def __init__(self, **kw):\n        self.kw = kw\n"
-        "    def fit(self, coded, domain, random_state):\n"
-        f"        open({str(log)!r}, 'a').write(f\"{{self.kw['epsilon']}}\\n\")\n"
-        "        self.coded = coded\n"
-        "    def generate(self, n_records, random_state):\n"
-        "        return self.coded.sample(n=n_records, replace=True, random_state=random_state).reset_index(drop=True)\n"
-        "MSTPipeline = AIMPipeline\n", encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
+    _fake_dpmm(tmp_path, monkeypatch,
+               "class AIMPipeline:\n"
+               "    def __init__(self, **kw):\n        self.kw = kw\n"
+               "    def fit(self, coded, domain, random_state):\n"
+               f"        open({str(log)!r}, 'a').write(f\"{{self.kw['epsilon']}}\\n\")\n"
+               "        self.coded = coded\n"
+               "    def generate(self, n_records, random_state):\n"
+               "        return self.coded.sample(n=n_records, replace=True, random_state=random_state)"
+               ".reset_index(drop=True)\n"
+               "MSTPipeline = AIMPipeline\n")
     monkeypatch.setattr(bench, "dpmm_python", lambda: sys.executable)
     return log
 
