@@ -888,20 +888,17 @@ class PeerStore:
 
     def keep(self, inputs: Mapping[str, Any], made: Path, seconds: float) -> None:
         """Keep the file ``made`` as the release of ``inputs``: the CSV, then its description, each written whole
-        (a temporary file renamed), so that a run stopped part-way leaves nothing a later run would read."""
+        (:func:`pramkit.atomic.write_bytes_atomic`), so that a run stopped part-way leaves nothing a later run would read."""
         path = self.path(inputs)
         self.root.mkdir(parents=True, exist_ok=True)
         data = made.read_bytes()
         about = {"inputs": inputs, "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(seconds, 3),
                  "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        for target, content in ((path, data), (path.with_suffix(".json"),
-                                               (json.dumps(about, indent=1, sort_keys=True) + "\n").encode())):
-            part = target.with_name(target.name + ".part")
-            try:
-                part.write_bytes(content)
-                os.replace(part, target)
-            finally:
-                part.unlink(missing_ok=True)
+        from pramkit.atomic import write_bytes_atomic
+
+        write_bytes_atomic(path, data, force=True)
+        write_bytes_atomic(path.with_suffix(".json"), (json.dumps(about, indent=1, sort_keys=True) + "\n").encode(),
+                           force=True)
 
 
 _ENVIRONMENTS: dict[str, str] = {}
@@ -952,9 +949,11 @@ def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no message)"]
         raise ToolFailed(f"dpmm's {PEERS[peer]} failed at epsilon {epsilon:g}: {last[0]}")
     if store is not None:
+        from pramkit.errors import PramkitError
+
         try:
             store.keep(inputs, path, time.perf_counter() - t0)
-        except OSError as why:  # the release stands (it is scored); a later run makes it again
+        except (OSError, PramkitError) as why:  # the release stands (it is scored); a later run makes it again
             print(f"bench_sdnist: {peer}-{epsilon:g} not kept in {store.root}: {why}", file=sys.stderr)
     return Release(path, [], na_values=(), central=central, note=note)
 
@@ -1593,18 +1592,16 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
         if eps is None:
             continue
         here = [(method_of(r.name)[0], r) for f, r in rows if f == features and method_of(r.name)[1] == eps]
-        bests = [(r.name, r.scores.k_marginal, r.scores.matched_all) for m, r in here
+        peers = [(r.name, r.scores.k_marginal, r.scores.matched_all) for m, r in here
                  if m in PEERS and r.scores is not None]
         published = PUBLISHED_GOAL.get((features, eps))
-        if published is not None:
-            bests.append(published)
+        bests = peers + ([published] if published is not None else [])
         ours = [r for m, r in here if m not in PEERS]
         if not ours or not bests:
             continue
         name, k, matched = max(bests, key=lambda b: b[1])
         out.append(f"{features}, epsilon {eps:g}: the best is {name} ({k:.0f}, {matched:.2f} % matched)"
-                   + ("" if any(m in PEERS and r.scores is not None for m, r in here) else
-                      "; no peer scored in this run"))
+                   + ("" if peers else "; no peer scored in this run"))
         for r in ours:
             sc = r.scores
             if sc is None:

@@ -640,27 +640,27 @@ def test_a_peer_release_that_cannot_be_kept_is_scored_and_made_again_later(
     """Injected failure: the description of a kept release cannot be written.  The run says so in one line and
     scores the release; nothing half-written stays in the folder, and the next run makes the release again. A
     peer that fails keeps nothing."""
-    import os
+    from pramkit import atomic
 
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
     log = _counting_peer(tmp_path, monkeypatch)
     store = tmp_path / "kept"
     setup = bench.replace(bench.prepare(excerpt, list(bench.FEATURE_SETS["demographic"]), [], 1, tmp_path / "w", None),
                           peer_releases=store)
-    real = os.replace
+    real = atomic._write_file
 
-    def failing(src: object, dst: object) -> None:
-        if str(dst).endswith(".json"):
+    def failing(path: Path, data: bytes) -> None:
+        if ".json" in path.name:
             raise OSError(28, "No space left on device")
-        real(src, dst)  # type: ignore[arg-type]
+        real(path, data)
 
-    monkeypatch.setattr(bench.os, "replace", failing)
+    monkeypatch.setattr(atomic, "_write_file", failing)
     row = bench.run_config("mst-1", setup, python=None, data_root=NIST, target="NATIONAL", out=None)
     err = capsys.readouterr().err
     assert row.made == "" and row.digest and err.count("\n") == 1 and "mst-1 not kept in" in err and \
-        "No space left on device" in err, err
-    assert not list(store.glob("*.part")) and not list(store.glob("*.json"))
-    monkeypatch.setattr(bench.os, "replace", real)
+        "no space left on device" in err.lower(), err
+    assert sorted(p.suffix for p in store.iterdir()) == [".csv"]  # no description, no temporary left
+    monkeypatch.setattr(atomic, "_write_file", real)
     assert bench.run_config("mst-1", setup, python=None, data_root=NIST, target="NATIONAL", out=None).made == ""
     assert len(log.read_text(encoding="utf-8").splitlines()) == 2
     for kept in store.iterdir():
