@@ -817,6 +817,9 @@ MST_SCRIPT = PEER_SCRIPT
 PEER_DELTA = MST_DELTA = 1e-5
 #: The peers run beside pramkit, by name.
 PEERS = {"mst": "MST", "aim": "AIM"}
+#: The peers' releases kept in the repository (``--peer-releases benchmarks/peer-releases``; made in the environment
+#: of benchmarks/peers_setup.sh): AIM takes hours a release at epsilon 10, longer than one run here.
+KEPT_PEER_RELEASES = Path(__file__).resolve().parent / "peer-releases"
 #: The central epsilons of the side-by-side comparison (``--peers``).
 PEER_EPSILONS = (1, 2, 10)
 #: A peer's release still running after this many minutes is stopped (``--peer-minutes``): AIM at epsilon 10

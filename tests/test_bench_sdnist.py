@@ -672,6 +672,41 @@ def test_a_peer_release_that_cannot_be_kept_is_scored_and_made_again_later(
     assert not list(store.iterdir())
 
 
+def test_the_peer_releases_kept_in_the_repository_are_read_by_this_script(tmp_path: Path) -> None:
+    """Each release in benchmarks/peer-releases/ is whole (its CSV has the SHA-256 its description states), lies
+    under the digest of the inputs it states, was made by this script's ``PEER_SCRIPT`` at the peers' delta, and
+    (with the national file) from the very input file and codes that ``--peers`` writes for one feature set, with
+    that set's features and every record: so ``--peers --peer-releases benchmarks/peer-releases`` reads it.  A
+    change of the peer script or of the input the benchmark writes fails here, naming the file to make again."""
+    import hashlib
+
+    kept = sorted(bench.KEPT_PEER_RELEASES.glob("*.json"))
+    if not kept:
+        pytest.skip("no peer release is kept in the repository")
+    store = bench.PeerStore(bench.KEPT_PEER_RELEASES)
+    written: dict[tuple[str, str], str] = {}  # (input SHA-256, codes SHA-256) -> the feature set that writes them
+    if (NIST / "national" / "national2019.csv").is_file():
+        for name, features in bench.FEATURE_SETS.items():
+            setup = bench.prepare(NIST / "national" / "national2019.csv", list(features), [], 1, tmp_path / name,
+                                  NIST / "data_dictionary.json")
+            codes = json.dumps({f: setup.ranges.get(f) or setup.categories[f] for f in setup.features}).encode()
+            written[hashlib.sha256(setup.source.read_bytes()).hexdigest(), hashlib.sha256(codes).hexdigest()] = name
+    script = hashlib.sha256(bench.PEER_SCRIPT.encode()).hexdigest()
+    for about_path in kept:
+        about = json.loads(about_path.read_text(encoding="utf-8"))
+        inputs, data = about["inputs"], about_path.with_suffix(".csv").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == about["sha256"], f"{about_path.name}: the CSV has changed"
+        assert store.path(inputs) == about_path.with_suffix(".csv"), f"{about_path.name}: not under its digest"
+        assert inputs["script"] == script, f"{about_path.name}: made by another PEER_SCRIPT; make it again"
+        assert inputs["peer"] in bench.PEERS and inputs["delta"] == bench.PEER_DELTA and inputs["seed"] == 1
+        assert about["seconds"] > 0 and about["made"].endswith("Z")
+        if written:
+            which = written.get((inputs["input"], inputs["codes"]))
+            assert which is not None, f"{about_path.name}: its input is not what --peers writes now; make it again"
+            frame = pd.read_csv(about_path.with_suffix(".csv"), dtype=str, keep_default_na=False)
+            assert tuple(frame.columns) == bench.FEATURE_SETS[which] and len(frame) == 27253
+
+
 @pytest.mark.parametrize("name", ["PeerStore", "peers_table", "goal_lines", "method_of", "peer_configs"])
 def test_the_documented_examples_hold(name: str) -> None:
     """The examples in the docstrings of the side-by-side table's parts run as written."""
