@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -95,6 +96,8 @@ class Scores:
     inconsistent: int
     violations: dict[str, int] = field(default_factory=dict)
     subsample: float | None = None  # SDNist's subsample equivalent: the % sample of the target as close (k-marginal)
+    #: SDNist's random subsamples of the target: (% of the target, its k-marginal), smallest first
+    subsample_curve: tuple[tuple[float, float], ...] = ()
 
     @property
     def matched_all(self) -> float:
@@ -106,9 +109,28 @@ class Scores:
         """Matched unique records as a percentage of the unique records (SDNist 2.4 prints this)."""
         return 100.0 * self.matched / self.unique
 
+    def sample_as_close(self) -> float | None:
+        """The share (%) of the target, sampled at random, whose k-marginal is this release's: SDNist's subsample
+        scores interpolated linearly between the two that enclose it.  A random p % sample reproduces p % of the
+        unique records, so a release matching fewer (:attr:`matched_unique`) lies above the subsample line.  None
+        without the scores or below the smallest sample's; the largest sample's share above its score (a bound).
 
-def parse_report(report: dict[str, Any]) -> Scores:
-    """Read the scores of one SDNist report (the parsed ``report.json``).
+        >>> curve = ((1.0, 534.0), (5.0, 764.0), (10.0, 835.0), (20.0, 885.0), (90.0, 981.0))
+        >>> [Scores(k, 0.0, 1, 2, 2, 0, subsample_curve=curve).sample_as_close() for k in (875, 835, 990, 500)]
+        [18.0, 10.0, 90.0, None]
+        """
+        curve = self.subsample_curve
+        if not curve or self.k_marginal < curve[0][1]:
+            return None
+        for (p0, k0), (p1, k1) in itertools.pairwise(curve):
+            if k0 <= self.k_marginal <= k1:
+                return p0 if k1 == k0 else p0 + (p1 - p0) * (self.k_marginal - k0) / (k1 - k0)
+        return curve[-1][0]
+
+
+def parse_report(report: dict[str, Any], folder: Path | None = None) -> Scores:
+    """Read the scores of one SDNist report (the parsed ``report.json``; with its ``folder``, also the k-marginal
+    of SDNist's random subsamples of the target, from the CSV the report names).
 
     SDNist 2.4 lists every inconsistency under the ``age`` group whatever its group; the
     counts per group are in ``inconsistencies.summary``.
@@ -139,7 +161,22 @@ def parse_report(report: dict[str, Any]) -> Scores:
         inconsistent=sum(int(g["Number of Records Inconsistent"]) for g in inc["summary"]),
         violations=violations,
         subsample=report["k_marginal"]["k_marginal_synopsys"].get("sub_sampling_equivalent"),
+        subsample_curve=() if folder is None else subsample_curve(report, folder),
     )
+
+
+def subsample_curve(report: dict[str, Any], folder: Path) -> tuple[tuple[float, float], ...]:
+    """SDNist's random subsamples of the target and their k-marginal, ``((percent, k-marginal), ...)`` smallest
+    first, from the CSV that ``report.json`` names (``k_marginal.k_marginal_synopsys.subsample_error_comparison``);
+    empty when the report names none or it cannot be read."""
+    name = report["k_marginal"]["k_marginal_synopsys"].get("subsample_error_comparison")
+    try:
+        with open(folder / str(name), encoding="utf-8", newline="") as f:
+            rows = [(float(r["Sub-Sample Size"].rstrip("%")), float(r["Sub-Sample K-Marginal Score"]))
+                    for r in csv.DictReader(f)]
+    except (OSError, KeyError, ValueError, TypeError):
+        return ()
+    return tuple(sorted(rows))
 
 
 def environment_python(variable: str, module: str) -> str | None:
@@ -170,7 +207,7 @@ def score(released: Path, *, python: str, data_root: Path, target: str, workdir:
     if proc.returncode != 0 or not reports:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise ToolFailed(f"SDNist failed on {released}: {' | '.join(tail)}")
-    return parse_report(json.loads(reports[-1].read_text(encoding="utf-8")))
+    return parse_report(json.loads(reports[-1].read_text(encoding="utf-8")), reports[-1].parent)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1450,8 +1487,9 @@ def method_of(name: str) -> tuple[str, float | None]:
 
 def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
     """The frontier of the side-by-side comparison: one panel per feature set, k-marginal against the unique
-    records matched (% of all), one curve per method through its epsilons, each point labelled by its epsilon.
-    False when matplotlib is absent."""
+    records matched (% of all), one curve per method through its epsilons, each point labelled by its epsilon, and
+    the line of SDNist's random subsamples of the target where the scores hold it (a release above it is closer to
+    the original than a sample matching as many records).  False when matplotlib is absent."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -1472,6 +1510,15 @@ def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
             for eps, x, y in points:
                 ax.annotate(f"{eps:g}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points",
                             color=line.get_color())
+        sampled = next((r.scores for f, r in rows if f == features and r.scores is not None
+                        and r.scores.subsample_curve), None)
+        if sampled is not None and curves:  # a random p % sample matches p % of the unique records
+            right = 1.15 * max(x for points in curves.values() for _, x, _ in points)
+            share = sampled.unique / sampled.records
+            ax.plot([p * share for p, _ in sampled.subsample_curve], [k for _, k in sampled.subsample_curve],
+                    ls="--", lw=1, color="grey", marker=".", label="random subsample (SDNist)")
+            ax.set_xlim(0, right)
+            ax.set_ylim(min(k for points in curves.values() for *_, k in points) - 20, 1000)
         ax.set_title(f"{features} features (every column protected)", fontsize=9)
         ax.set_xlabel("unique records matched exactly, % of all (lower is safer)", fontsize=8)
         ax.set_ylabel("SDNist k-marginal (1000 = the original)", fontsize=8)
@@ -1481,11 +1528,12 @@ def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
 
 
 #: pramkit's rows of the side-by-side comparison, every column protected: the default model, the model pgm, the
-#: model pgm under the peers' own guarantee (add-or-remove with delta 1e-5 by zCDP), and the PRAM route (DP-optimal
-#: PRAM, shuffled, at the same central epsilon; and resampled with the rules).
-PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp", "dp-shuffle", "dp-shuffle-resampled")
+#: model pgm under the peers' own guarantee (add-or-remove with delta 1e-5 by zCDP; two records a draw, and a
+#: quarter of the draws given two records, the setting measured above AIM with fewer records matched where AIM was
+#: run), and the PRAM route (DP-optimal PRAM, shuffled, at the same central epsilon; and resampled with the rules).
+PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp", "pgm-zcdp-quarter", "dp-shuffle", "dp-shuffle-resampled")
 #: The rows ``--models`` may also choose.
-PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single", "pgm-zcdp-quarter")
+PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single")
 #: The records given each draw on average by the ``-quarter`` rows of the model pgm (``--records-per-draw``).
 QUARTER = 1.25
 
@@ -1497,7 +1545,8 @@ def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = Tru
     pramkit's only).
 
     >>> peer_configs([1])  # doctest: +NORMALIZE_WHITESPACE
-    ['synth-all-1', 'pgm-all-1', 'pgm-zcdp-1', 'dp-shuffle-1', 'dp-shuffle-1-resampled', 'mst-1', 'aim-1']
+    ['synth-all-1', 'pgm-all-1', 'pgm-zcdp-1', 'pgm-zcdp-1-quarter', 'dp-shuffle-1', 'dp-shuffle-1-resampled',
+     'mst-1', 'aim-1']
     >>> peer_configs([2], peers=False, models=["pgm-zcdp", "dp-shuffle-resampled"])
     ['pgm-zcdp-2', 'dp-shuffle-2-resampled']
     >>> peer_configs([1, 10], tools=["mst"], models=["pgm-zcdp"])
@@ -1574,20 +1623,25 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
     """The goal of the side-by-side comparison, per feature set and epsilon: each of pramkit's rows against the
     best of the peers scored in this run and of the published entry (:data:`PUBLISHED_GOAL`), the best being the
     highest k-marginal.  A row meets it with a k-marginal at least the best's, no more unique records matched (as
-    a share of all records) and 0 inconsistencies.  A feature set and epsilon with no peer scored says so.
+    a share of all records), 0 inconsistencies, and above the subsample line: fewer of the unique records matched
+    than a random sample of the target as close in k-marginal holds (:meth:`Scores.sample_as_close`; where SDNist's
+    subsample scores are not known, the verdict says so).  A feature set and epsilon with no peer scored says so.
 
-    >>> s = lambda k, m, i: Scores(k, 0.0, m, 1000, 1000, i)
+    >>> curve = ((10.0, 835.0), (20.0, 885.0), (90.0, 995.0))
+    >>> s = lambda k, m, i: Scores(k, 0.0, m, 500, 1000, i, subsample_curve=curve)
     >>> rows = [("family", Row("pgm-zcdp-2", "-", "2", s(890, 15, 0), None, 1.0, 1.0)),
     ...         ("family", Row("aim-2", "-", "2", s(886, 30, 656), None, 1.0, 1.0)),
     ...         ("family", Row("mst-2", "-", "2", s(800, 8, 7000), None, 1.0, 1.0)),
     ...         ("family", Row("pgm-zcdp-2-single", "-", "2", s(897, 31, 0), None, 1.0, 1.0)),
-    ...         ("demographic", Row("pgm-zcdp-10", "-", "10", s(990, 60, 0), None, 1.0, 1.0))]
+    ...         ("family", Row("pgm-zcdp-2-copy", "-", "2", s(890, 150, 0), None, 1.0, 1.0)),
+    ...         ("demographic", Row("pgm-zcdp-10", "-", "10", Scores(990, 0.0, 60, 500, 1000, 0), None, 1.0, 1.0))]
     >>> print("\\n".join(goal_lines(rows)))
     family, epsilon 2: the best is aim-2 (886, 3.00 % matched)
-      pgm-zcdp-2: 890, 1.50 % matched, 0 inconsistencies: met
-      pgm-zcdp-2-single: 897, 3.10 % matched, 0 inconsistencies: not met (more matched)
+      pgm-zcdp-2: 890, 1.50 % matched (3.0 % of the unique records; a random 23.2 % sample as close), 0 inconsistencies: met
+      pgm-zcdp-2-single: 897, 3.10 % matched (6.2 % of the unique records; a random 27.6 % sample as close), 0 inconsistencies: not met (more matched)
+      pgm-zcdp-2-copy: 890, 15.00 % matched (30.0 % of the unique records; a random 23.2 % sample as close), 0 inconsistencies: not met (more matched, below the subsample line)
     demographic, epsilon 10: the best is MST [published] (969, 7.44 % matched); no peer scored in this run
-      pgm-zcdp-10: 990, 6.00 % matched, 0 inconsistencies: met
+      pgm-zcdp-10: 990, 6.00 % matched (12.0 % of the unique records; the subsample line not known), 0 inconsistencies: met on the rest
     """
     out: list[str] = []
     cells = list(dict.fromkeys((features, method_of(r.name)[1]) for features, r in rows))
@@ -1610,10 +1664,15 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
             if sc is None:
                 out.append(f"  {r.name}: not scored")
                 continue
+            sample = sc.sample_as_close()
             why = [w for w, bad in (("lower k-marginal", sc.k_marginal < k), ("more matched", sc.matched_all > matched),
-                                    ("inconsistencies", sc.inconsistent > 0)) if bad]
-            out.append(f"  {r.name}: {sc.k_marginal:.0f}, {sc.matched_all:.2f} % matched, {sc.inconsistent} "
-                       f"inconsistencies: {'met' if not why else 'not met (' + ', '.join(why) + ')'}")
+                                    ("inconsistencies", sc.inconsistent > 0),
+                                    ("below the subsample line", sample is not None and sc.matched_unique >= sample))
+                   if bad]
+            line = "the subsample line not known" if sample is None else f"a random {sample:.1f} % sample as close"
+            verdict = f"not met ({', '.join(why)})" if why else "met" if sample is not None else "met on the rest"
+            out.append(f"  {r.name}: {sc.k_marginal:.0f}, {sc.matched_all:.2f} % matched ({sc.matched_unique:.1f} % of "
+                       f"the unique records; {line}), {sc.inconsistent} inconsistencies: {verdict}")
     return out
 
 

@@ -45,6 +45,28 @@ def test_report_fields_are_read_from_the_documented_places() -> None:
     assert scores.violations == {"child_MSP": 458, "child_DVET": 31, "gq_own_jail": 7}
 
 
+def test_the_subsample_line_is_read_from_the_report_folder(tmp_path: Path) -> None:
+    """SDNist's random subsamples of the target (the CSV its report names, as SDNist 2.4 wrote it on the
+    demographic features) give the share of the target, sampled at random, as close as the release: linear
+    between the two samples that enclose its k-marginal (worked by hand below), unknown under the smallest."""
+    from dataclasses import replace
+
+    report = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    scores = bench.parse_report(report, FIXTURE.parent)
+    assert scores.subsample_curve[:3] == ((1.0, 889.0), (5.0, 958.0), (10.0, 971.0))
+    assert [p for p, _ in scores.subsample_curve] == [1, 5, *range(10, 100, 10)]
+    assert scores.sample_as_close() == 20.0  # 980: the 20 % sample's own score
+    assert replace(scores, k_marginal=985).sample_as_close() == pytest.approx(35.0)  # 30 %: 983, 40 %: 987
+    assert replace(scores, k_marginal=961).sample_as_close() == pytest.approx(5 + 5 * 3 / 13)  # 5 %: 958, 10 %: 971
+    assert replace(scores, k_marginal=999).sample_as_close() == 90.0  # above the largest sample: a bound
+    assert replace(scores, k_marginal=880).sample_as_close() is None  # under the 1 % sample's 889
+    assert bench.parse_report(report).subsample_curve == ()  # no folder given
+    assert bench.parse_report(report, tmp_path).subsample_curve == ()  # the CSV absent
+    (tmp_path / "k_marginal_synopsys").mkdir()
+    (tmp_path / "k_marginal_synopsys" / "subsample_error_comparison.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    assert bench.parse_report(report, tmp_path).subsample_curve == ()  # another layout: not read
+
+
 def test_inconsistencies_listed_under_any_group_are_counted() -> None:
     report = json.loads(FIXTURE.read_text(encoding="utf-8"))
     item = {"inconsistency_name": "house_OWN_RENT", "inconsistency_violations": 3}
@@ -271,8 +293,9 @@ def test_corrected_tables_sum_joint_cells_and_strata_as_linear_algebra_does(tmp_
 def test_the_peers_frontier_is_one_png_with_a_panel_per_feature_set(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     s = bench.Scores(960, 0.0, 100, 1000, 2000, 3)
-    rows = [(f, bench.Row(f"{m}-{e}", "-", str(e), s, None, 1.0, 1.0)) for f in ("demographic", "family")
-            for m in ("pgm-zcdp", "mst") for e in (1, 10)]
+    sampled = bench.parse_report(json.loads(FIXTURE.read_text(encoding="utf-8")), FIXTURE.parent)  # with the line
+    rows = [(f, bench.Row(f"{m}-{e}", "-", str(e), sampled if f == "family" else s, None, 1.0, 1.0))
+            for f in ("demographic", "family") for m in ("pgm-zcdp", "mst") for e in (1, 10)]
     assert bench.peers_plot(rows, tmp_path / "f.png")
     png = (tmp_path / "f.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
