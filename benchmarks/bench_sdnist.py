@@ -1529,8 +1529,8 @@ def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
 
 #: pramkit's rows of the side-by-side comparison, every column protected: the default model, the model pgm, the
 #: model pgm under the peers' own guarantee (add-or-remove with delta 1e-5 by zCDP; two records a draw, and a
-#: quarter of the draws given two records, the setting measured above AIM with fewer records matched where AIM was
-#: run), and the PRAM route (DP-optimal PRAM, shuffled, at the same central epsilon; and resampled with the rules).
+#: quarter of the draws given two records, the setting closest to the goal against AIM: docs/benchmarks.md), and the
+#: PRAM route (DP-optimal PRAM, shuffled, at the same central epsilon; and resampled with the rules).
 PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp", "pgm-zcdp-quarter", "dp-shuffle", "dp-shuffle-resampled")
 #: The rows ``--models`` may also choose.
 PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single")
