@@ -956,15 +956,20 @@ def environment_digest(python: str) -> str:
     return _ENVIRONMENTS[python]
 
 
+def peer_codes(setup: Setup) -> bytes:
+    """The declared codes of every feature as the peers are given them (JSON, feature -> codes): a numeric
+    feature's whole declared range, each other feature's categories.  Part of what a kept release is made from."""
+    return json.dumps({f: setup.ranges.get(f) or setup.categories[f] for f in setup.features}).encode()
+
+
 def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
     """dpmm's MST or AIM on every feature (none released as it is), in its own environment (``DPMM_PYTHON``); with
     ``--peer-releases``, read from there when an earlier run made it from the same inputs (:class:`PeerStore`)."""
     python = dpmm_python()
     if python is None:
         raise Skip("dpmm is not available: set DPMM_PYTHON to the interpreter of a venv with `pip install dpmm`")
-    codes = {f: setup.ranges.get(f) or setup.categories[f] for f in setup.features}
     codes_file = setup.path(f"{peer}-codes.json")
-    codes_file.write_text(json.dumps(codes), encoding="utf-8")
+    codes_file.write_bytes(peer_codes(setup))
     path = setup.path(f"{peer}.csv")
     central = f"{epsilon:g} (delta {PEER_DELTA:g}; dpmm {PEERS[peer]})"
     note = f"every feature synthesized by dpmm's {PEERS[peer]}"
