@@ -245,6 +245,7 @@ class Setup:
     rounds_per_variable: int | None = None  # the model pgm's ``--rounds`` over the variables; None: the default
     bins: dict[str, int] = field(default_factory=dict)  # the model pgm's ``--bins``, for the features among them
     peer_releases: Path | None = None  # ``--peer-releases``: a peer's release kept there is read, not made again
+    kept_only: bool = False  # ``--kept-peers-only``: a peer's release not kept in ``peer_releases`` is not made
 
     @property
     def perturbed(self) -> list[str]:
@@ -324,6 +325,14 @@ class Skip(Exception):
 class ToolFailed(RuntimeError):
     """SDNist could not score a release, or a peer could not release (the message names the tool and the file,
     and ends with the tool's last words)."""
+
+
+class NotKept(Exception):
+    """A peer's release not kept in ``--peer-releases``, under ``--kept-peers-only``: its row says so, with no score."""
+
+    def __init__(self, central: str) -> None:
+        super().__init__("not kept")
+        self.central = central
 
 
 class Unfinished(Exception):
@@ -983,6 +992,8 @@ def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
         kept = store.read(inputs, path)
         if kept is not None:
             return Release(path, [], na_values=(), central=central, note=note, kept=kept)
+        if setup.kept_only:
+            raise NotKept(central)
     t0 = time.perf_counter()
     try:  # stopped (killed) at the time limit, when there is one
         proc = subprocess.run([python, "-c", PEER_SCRIPT, peer, str(setup.source), str(codes_file), str(path),
@@ -1266,6 +1277,7 @@ class Row:
     unfinished: bool = False  # a peer stopped at its time limit (release_seconds): nothing released, nothing scored
     broken: int | None = None  # records breaking a definition of :func:`definition_rules` (SDNist checks some)
     made: str = ""  # a peer's release read from ``--peer-releases``: when an earlier run made it ("": in this run)
+    absent: str = ""  # why a peer's row has no release ("not kept": ``--kept-peers-only``); "": it has one
 
 
 def keep(out: Path, name: str, setup: Setup, release: Release) -> Path:
@@ -1424,7 +1436,7 @@ def provenance(rows: Sequence[Row]) -> str:
     import pramkit
 
     libraries = ", ".join(f"{m.__name__} {m.__version__}" for m in (pramkit, numpy, scipy, pandas, pyarrow))
-    files = ", ".join(f"{r.name} {r.digest[:16]}" for r in rows if not r.unfinished)  # nothing scored
+    files = ", ".join(f"{r.name} {r.digest[:16]}" for r in rows if r.digest)  # stopped or not kept: no file
     kept = ", ".join(f"{r.name} ({r.made})" for r in rows if r.made)
     return (f"libraries: {libraries}\nscored files (SHA-256, first 16 hex digits): {files}"
             + (f"\npeers' releases made by an earlier run from the same inputs (--peer-releases), scored in this run: "
@@ -1605,11 +1617,11 @@ def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for features, r in rows:
         s = r.scores
-        k_marginal = "not finished" if r.unfinished else _fmt(s and s.k_marginal, ".0f")
+        k_marginal = r.absent or ("not finished" if r.unfinished else _fmt(s and s.k_marginal, ".0f"))
         cells = [features, r.name, r.central, "none", k_marginal,
                  "-" if s is None or s.subsample is None else f"{s.subsample:g} %", _fmt(s and s.matched_all, ".2f"),
                  "-" if s is None else str(s.inconsistent), _fmt(r.broken, "d"),
-                 f"stopped at {r.release_seconds:.0f}" if r.unfinished
+                 "-" if r.absent else f"stopped at {r.release_seconds:.0f}" if r.unfinished
                  else f"{r.release_seconds:.1f}" + (f", made {r.made}" if r.made else "")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -1630,7 +1642,9 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
     highest k-marginal.  A row meets it with a k-marginal at least the best's, no more unique records matched (as
     a share of all records), 0 inconsistencies, and above the subsample line: fewer of the unique records matched
     than a random sample of the target as close in k-marginal holds (:meth:`Scores.sample_as_close`; where SDNist's
-    subsample scores are not known, the verdict says so).  A feature set and epsilon with no peer scored says so.
+    subsample scores are not known, the verdict says so).  A feature set and epsilon with no peer scored says so;
+    one where a peer's row has no score (stopped at its time limit, or not kept) is not judged, for that peer may
+    be the best, unless a row misses the goal against those scored.
 
     >>> curve = ((10.0, 835.0), (20.0, 885.0), (90.0, 995.0))
     >>> s = lambda k, m, i: Scores(k, 0.0, m, 500, 1000, i, subsample_curve=curve)
@@ -1639,7 +1653,11 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
     ...         ("family", Row("mst-2", "-", "2", s(800, 8, 7000), None, 1.0, 1.0)),
     ...         ("family", Row("pgm-zcdp-2-single", "-", "2", s(897, 31, 0), None, 1.0, 1.0)),
     ...         ("family", Row("pgm-zcdp-2-copy", "-", "2", s(890, 150, 0), None, 1.0, 1.0)),
-    ...         ("demographic", Row("pgm-zcdp-10", "-", "10", Scores(990, 0.0, 60, 500, 1000, 0), None, 1.0, 1.0))]
+    ...         ("demographic", Row("pgm-zcdp-10", "-", "10", Scores(990, 0.0, 60, 500, 1000, 0), None, 1.0, 1.0)),
+    ...         ("industry", Row("pgm-zcdp-10", "-", "10", s(920, 8, 0), None, 1.0, 1.0)),
+    ...         ("industry", Row("pgm-zcdp-10-single", "-", "10", s(925, 40, 0), None, 1.0, 1.0)),
+    ...         ("industry", Row("mst-10", "-", "10", s(815, 9, 900), None, 1.0, 1.0)),
+    ...         ("industry", Row("aim-10", "-", "10", None, None, 0.0, 0.0, absent="not kept"))]
     >>> print("\\n".join(goal_lines(rows)))
     family, epsilon 2: the best is aim-2 (886, 3.00 % matched)
       pgm-zcdp-2: 890, 1.50 % matched (3.0 % of the unique records; a random 23.2 % sample as close), 0 inconsistencies: met
@@ -1647,6 +1665,9 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
       pgm-zcdp-2-copy: 890, 15.00 % matched (30.0 % of the unique records; a random 23.2 % sample as close), 0 inconsistencies: not met (more matched, below the subsample line)
     demographic, epsilon 10: the best is MST [published] (969, 7.44 % matched); no peer scored in this run
       pgm-zcdp-10: 990, 6.00 % matched (12.0 % of the unique records; the subsample line not known), 0 inconsistencies: met on the rest
+    industry, epsilon 10: the best is mst-10 (815, 0.90 % matched); aim-10 not scored, so the goal is not judged
+      pgm-zcdp-10: 920, 0.80 % matched (1.6 % of the unique records; a random 42.3 % sample as close), 0 inconsistencies: not judged (aim-10 not scored)
+      pgm-zcdp-10-single: 925, 4.00 % matched (8.0 % of the unique records; a random 45.5 % sample as close), 0 inconsistencies: not met (more matched)
     """
     out: list[str] = []
     cells = list(dict.fromkeys((features, method_of(r.name)[1]) for features, r in rows))
@@ -1656,6 +1677,7 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
         here = [(method_of(r.name)[0], r) for f, r in rows if f == features and method_of(r.name)[1] == eps]
         peers = [(r.name, r.scores.k_marginal, r.scores.matched_all) for m, r in here
                  if m in PEERS and r.scores is not None]
+        unscored = [r.name for m, r in here if m in PEERS and r.scores is None]
         published = PUBLISHED_GOAL.get((features, eps))
         bests = peers + ([published] if published is not None else [])
         ours = [r for m, r in here if m not in PEERS]
@@ -1663,7 +1685,8 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
             continue
         name, k, matched = max(bests, key=lambda b: b[1])
         out.append(f"{features}, epsilon {eps:g}: the best is {name} ({k:.0f}, {matched:.2f} % matched)"
-                   + ("" if peers else "; no peer scored in this run"))
+                   + ("" if peers else "; no peer scored in this run")
+                   + (f"; {', '.join(unscored)} not scored, so the goal is not judged" if unscored else ""))
         for r in ours:
             sc = r.scores
             if sc is None:
@@ -1675,7 +1698,8 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
                                     ("below the subsample line", sample is not None and sc.matched_unique >= sample))
                    if bad]
             line = "the subsample line not known" if sample is None else f"a random {sample:.1f} % sample as close"
-            verdict = f"not met ({', '.join(why)})" if why else "met" if sample is not None else "met on the rest"
+            verdict = (f"not met ({', '.join(why)})" if why else f"not judged ({', '.join(unscored)} not scored)"
+                       if unscored else "met" if sample is not None else "met on the rest")
             out.append(f"  {r.name}: {sc.k_marginal:.0f}, {sc.matched_all:.2f} % matched ({sc.matched_unique:.1f} % of "
                        f"the unique records; {line}), {sc.inconsistent} inconsistencies: {verdict}")
     return out
@@ -1693,7 +1717,7 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
                                     data_root / "data_dictionary.json"),
                             peer_seconds=60 * args.peer_minutes if args.peer_minutes else None,
                             rounds_per_variable=args.rounds_per_variable, bins=args.bins,
-                            peer_releases=args.peer_releases)
+                            peer_releases=args.peer_releases, kept_only=args.kept_peers_only)
             for config in peer_configs(args.epsilons, peers=not args.no_peer_runs, tools=args.peer_tools,
                                        models=args.models):
                 on_demand(config)
@@ -1702,6 +1726,11 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
                                      out=None if args.out is None else args.out / name, estimator=args.estimator)
                 except Skip as why:
                     print(f"{name} {config}: skipped ({why})", file=sys.stderr)
+                    continue
+                except NotKept as why:
+                    print(f"{name} {config}: not kept in {args.peer_releases} (--kept-peers-only)", file=sys.stderr,
+                          flush=True)
+                    rows.append((name, Row(config, "-", why.central, None, None, 0.0, 0.0, absent=str(why))))
                     continue
                 except Unfinished as why:
                     print(f"{name} {config}: stopped, {why} (--peer-minutes)", file=sys.stderr, flush=True)
@@ -1853,6 +1882,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="keep each peer's release in DIR, and read one made there from the same inputs (script, "
                          "data, codes, epsilon, delta, seed, the peer's installed packages) instead of making it "
                          "again: SDNist scores it in this run, and its row gives when it was made")
+    ap.add_argument("--kept-peers-only", action="store_true",
+                    help="with --peers and --peer-releases: read the peers' releases kept there and make none; a "
+                         "peer's release not kept is a row 'not kept', and the goal is not judged beside it")
     ap.add_argument("--rounds-per-variable", default=None, metavar="R",
                     help="the model pgm's rows (pgm-zcdp, pgm-all) run `--rounds` R times their number of features "
                          f"(default the command's: 4 per variable; 1 to {MOST_ROUNDS_PER_VARIABLE})")
@@ -1910,6 +1942,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds_per_variable is not None and args.rounds_per_variable * widest > MOST_ROUNDS:
         print(f"--rounds-per-variable {args.rounds_per_variable} times the {widest} features passes the most rounds "
               f"({MOST_ROUNDS}): at most {MOST_ROUNDS // widest} here", file=sys.stderr)
+        return 2
+    if args.kept_peers_only and (not args.peers or args.peer_releases is None):
+        print("--kept-peers-only reads the peers' kept releases: give it with --peers and --peer-releases DIR",
+              file=sys.stderr)
+        return 2
+    if args.kept_peers_only and not args.peer_releases.is_dir():
+        print(f"--kept-peers-only reads the peers' kept releases, but {args.peer_releases} is not a folder",
+              file=sys.stderr)
         return 2
     if args.peer_releases is not None and args.peer_releases.exists() and not args.peer_releases.is_dir():
         print(f"--peer-releases takes a folder; {args.peer_releases} is a file", file=sys.stderr)

@@ -123,6 +123,13 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     (["--peers", "--bins", "AGEP=0"], "--bins: the width of AGEP must be a positive integer, got '0'"),
     (["--bins", "AGEP"], "--bins must be written VAR=WIDTH, comma-separated"),
     (["--peers", "--peer-releases", str(ROOT / "pyproject.toml")], "--peer-releases takes a folder; "),
+    (["--kept-peers-only"], "--kept-peers-only reads the peers' kept releases: give it with --peers and"),
+    (["--peers", "--kept-peers-only"], "--kept-peers-only reads the peers' kept releases: give it with --peers and"),
+    (["--kept-peers-only", "--peer-releases", str(ROOT / "benchmarks" / "peer-releases")],
+     "--kept-peers-only reads the peers' kept releases: give it with --peers and"),
+    (["--peers", "--kept-peers-only", "--peer-releases", str(ROOT / "no-such-folder")],
+     "--kept-peers-only reads the peers' kept releases, but " + str(ROOT / "no-such-folder") + " is not a folder"),
+    (["--peers", "--kept-peers-only", "--peer-releases", str(ROOT / "pyproject.toml")], "is not a folder"),
 ])
 def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
     assert bench.main(args) == 2
@@ -483,7 +490,7 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
     args = argparse.Namespace(feature_set="demographic", data=excerpt, seed=1, epsilons=[1.0, 2.0], no_peer_runs=False,
                               peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
                               estimator="mle", plot=None, peer_minutes=1 / 60, rounds_per_variable=None, bins={},
-                              peer_releases=None)
+                              peer_releases=None, kept_peers_only=False)
     t0 = time.monotonic()
     assert bench.run_peers(args, None, NIST) == 0
     assert time.monotonic() - t0 < 2 * 120  # unstopped, the two peers' sleeps alone would take 240 s (the pramkit rows
@@ -656,6 +663,39 @@ def test_a_kept_peer_release_is_read_back_only_for_the_same_inputs(tmp_path: Pat
     kept.write_bytes(kept.read_bytes().replace(b"\n", b"\r\n"))  # the kept file changed after it was made
     assert run("aim-1").made == "" and runs() == 5
     assert run("aim-1").made != "" and runs() == 5  # kept again, whole
+
+
+def test_kept_peers_only_reads_the_kept_releases_and_makes_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    """``--kept-peers-only``: a peer's release kept from the same inputs is read (the row gives when it was made); one
+    not kept is not made (the peer never runs) and its row says "not kept", with no score, no time and no digest,
+    in one line on stderr; pramkit's rows are made as usual.  The kept folder is left as it was."""
+    import argparse
+
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    log = _counting_peer(tmp_path, monkeypatch)
+    store = tmp_path / "kept"
+    args = argparse.Namespace(feature_set="demographic", data=excerpt, seed=1, epsilons=[1.0], no_peer_runs=False,
+                              peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
+                              estimator="mle", plot=None, peer_minutes=None, rounds_per_variable=None, bins={},
+                              peer_releases=store, kept_peers_only=False)
+    assert bench.run_peers(args, None, NIST) == 0  # keeps AIM's release at epsilon 1
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 1
+    before = {p.name: p.read_bytes() for p in store.iterdir()}
+    capsys.readouterr()
+    args.epsilons, args.kept_peers_only = [1.0, 2.0], True
+    assert bench.run_peers(args, None, NIST) == 0
+    out, err = capsys.readouterr()
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 1, "a peer was run"
+    rows = {line.split(" | ")[1]: line.split(" | ") for line in out.splitlines() if line.startswith("| demographic ")}
+    assert set(rows) == {"dp-shuffle-1", "aim-1", "dp-shuffle-2", "aim-2"}, out
+    assert ", made 20" in rows["aim-1"][9], rows["aim-1"]
+    absent = rows["aim-2"]
+    assert absent[2] == "2 (delta 1e-05; dpmm AIM)" and absent[4] == "not kept", absent
+    assert absent[5:9] == ["-", "-", "-", "-"] and absent[9].strip(" |") == "-", absent
+    assert err.count("aim-2") == 1 and f"demographic aim-2: not kept in {store} (--kept-peers-only)" in err, err
+    assert "aim-2" not in out.split("scored files")[1]
+    assert {p.name: p.read_bytes() for p in store.iterdir()} == before
 
 
 def test_a_peer_release_that_cannot_be_kept_is_scored_and_made_again_later(
