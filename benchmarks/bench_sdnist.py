@@ -1026,8 +1026,8 @@ for _peer_name, _title in PEERS.items():
 
 
 #: The families a configuration name may take any parameter of (``on_demand``): a curve of releases, not a point.
-ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "pgm-zcdp-E-quarter", "synth-all-E", "mst-E", "aim-E", "dp-E", "dp-E-resampled",
-             "dp-shuffle-E", "dp-shuffle-E-resampled", "sdcmicro-pram-pdP")
+ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "pgm-zcdp-E-quarter", "pgm-zcdp-E-half", "synth-all-E",
+             "mst-E", "aim-E", "dp-E", "dp-E-resampled", "dp-shuffle-E", "dp-shuffle-E-resampled", "sdcmicro-pram-pdP")
 
 
 def on_demand(name: str) -> bool:
@@ -1045,10 +1045,10 @@ def on_demand(name: str) -> bool:
 
     if name in CONFIGS:
         return True
-    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp-shuffle|dp)-(\d+(?:\.\d+)?)(-resampled|-single|-quarter)?"
+    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp-shuffle|dp)-(\d+(?:\.\d+)?)(-resampled|-single|-quarter|-half)?"
                          r"|sdcmicro-pram-pd(\d?\.\d+|1)", name)
     if match is None or (match.group(3) == "-resampled" and match.group(1) not in ("dp", "dp-shuffle")) or \
-            (match.group(3) in ("-single", "-quarter") and match.group(1) != "pgm-zcdp"):
+            (match.group(3) in ("-single", "-quarter", "-half") and match.group(1) != "pgm-zcdp"):
         return False
     if match.group(4) is not None:
         pd_ = float(match.group(4))
@@ -1081,16 +1081,18 @@ def on_demand(name: str) -> bool:
         build = lambda s: _dp(s, eps)  # noqa: E731
         summary = f"DP-optimal PRAM at record budget {eps:g}, split equally, 'N' missing (kept as it is)"
     elif family == "pgm-zcdp":
-        single, quarter = match.group(3) == "-single", match.group(3) == "-quarter"
-        build = lambda s: _synthesized(s, eps, 1 if single or quarter else 2, every=True, model="pgm",  # noqa: E731
-                                       neighbours="add-remove", delta=PEER_DELTA, binned=True,
-                                       records_per_draw=QUARTER if quarter else None)
+        single, quarter, half = (match.group(3) == k for k in ("-single", "-quarter", "-half"))
+        build = lambda s: _synthesized(s, eps, 1 if single or quarter or half else 2,  # noqa: E731
+                                       every=True, model="pgm", neighbours="add-remove", delta=PEER_DELTA, binned=True,
+                                       records_per_draw=QUARTER if quarter else HALF if half else None)
         summary = (f"`pramkit synthesize --model pgm --public '' --neighbours add-remove --delta {PEER_DELTA:g}` at "
                    f"central epsilon {eps:g}: the peers' guarantee, (epsilon, delta) by zCDP under add-or-remove"
                    + "; AGEP and POVPIP in bins where they are features (--bins)"
                    + ("; one draw per record (min-count 1), as the peers draw" if single else "")
                    + (f"; {QUARTER:g} records a draw on average (--min-count 1 --records-per-draw {QUARTER:g}: a "
-                      "quarter of the draws given to two records)" if quarter else ""))
+                      "quarter of the draws given to two records)" if quarter else "")
+                   + (f"; {HALF:g} records a draw on average (--min-count 1 --records-per-draw {HALF:g}: half of "
+                      "the draws given to two records)" if half else ""))
     else:
         model = "pgm" if family == "pgm-all" else "margins"
         build = lambda s: _synthesized(s, eps, 2, every=True, model=model)  # noqa: E731
@@ -1550,9 +1552,12 @@ def peers_plot(rows: Sequence[tuple[str, Row]], path: Path) -> bool:
 #: PRAM route (DP-optimal PRAM, shuffled, at the same central epsilon; and resampled with the rules).
 PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp", "pgm-zcdp-quarter", "dp-shuffle", "dp-shuffle-resampled")
 #: The rows ``--models`` may also choose.
-PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single")
+PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single", "pgm-zcdp-half")
 #: The records given each draw on average by the ``-quarter`` rows of the model pgm (``--records-per-draw``).
 QUARTER = 1.25
+#: The same for the ``-half`` rows: half of the draws given two records, fewer records matched for about a point of
+#: k-marginal (docs/benchmarks.md).
+HALF = 1.5
 
 
 def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True,
@@ -1579,7 +1584,7 @@ def at_epsilon(model: str, epsilon: float) -> str:
     >>> at_epsilon("pgm-zcdp", 1), at_epsilon("dp-shuffle-resampled", 2), at_epsilon("pgm-zcdp-single", 0.5)
     ('pgm-zcdp-1', 'dp-shuffle-2-resampled', 'pgm-zcdp-0.5-single')
     """
-    for suffix in ("-resampled", "-single", "-quarter"):
+    for suffix in ("-resampled", "-single", "-quarter", "-half"):
         if model.endswith(suffix):
             return f"{model[:-len(suffix)]}-{epsilon:g}{suffix}"
     return f"{model}-{epsilon:g}"

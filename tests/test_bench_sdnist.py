@@ -572,6 +572,18 @@ def test_the_bins_reach_the_model_pgm_only(tmp_path: Path, monkeypatch: pytest.M
     assert _asked(tmp_path, monkeypatch, config, argv).get("bins") == bins
 
 
+@pytest.mark.parametrize("config, min_count, per_draw", [
+    ("pgm-zcdp-1-quarter", 1, 1.25), ("pgm-zcdp-2-half", 1, 1.5), ("pgm-zcdp-1", 2, None),
+    ("pgm-zcdp-1-single", 1, None),
+])
+def test_the_shared_rows_ask_for_their_records_per_draw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str,
+                                                        min_count: int, per_draw: float | None) -> None:
+    """Each row of the model pgm asks ``synthesize_release`` for the records a draw its name says (``--min-count 1
+    --records-per-draw R``; two records a draw by default, one with ``-single``)."""
+    asked = _asked(tmp_path, monkeypatch, config, [])
+    assert (asked["min_count"], asked.get("records_per_draw")) == (min_count, per_draw)
+
+
 def test_a_release_of_other_rounds_says_so_in_its_row() -> None:
     """The row of a release of the model pgm names its rounds when they are not the default's 4 per variable."""
     names = {v: {} for v in bench.FEATURE_SETS["family"]}
@@ -582,15 +594,20 @@ def test_a_release_of_other_rounds_says_so_in_its_row() -> None:
 @pytest.mark.parametrize("name, known", [
     ("pgm-zcdp-2-quarter", True), ("pgm-zcdp-0.5-quarter", True), ("mst-1-quarter", False),
     ("pgm-all-1-quarter", False), ("pgm-zcdp-quarter", False),
+    ("pgm-zcdp-1-half", True), ("pgm-zcdp-10-half", True), ("aim-1-half", False), ("pgm-zcdp-half", False),
+    ("pgm-zcdp-1-half-quarter", False),
 ])
 def test_the_quarter_rows_give_each_draw_to_one_and_a_quarter_records(name: str, known: bool) -> None:
+    """``-quarter``: 1.25 records a draw; ``-half``: 1.5; each a suffix of the model pgm's zCDP rows only."""
     fresh = name not in bench.CONFIGS
+    suffix = name.rsplit("-", 1)[1]
     try:
         assert bench.on_demand(name) is known
         if known:
-            assert "--records-per-draw 1.25" in bench.CONFIGS[name].summary
-            assert bench.at_epsilon("pgm-zcdp-quarter", bench.method_of(name)[1]) == name
-            assert bench.method_of(name)[0] == "pgm-zcdp-quarter"
+            shared = {"quarter": "1.25", "half": "1.5"}[suffix]
+            assert f"--records-per-draw {shared}:" in bench.CONFIGS[name].summary
+            assert bench.at_epsilon(f"pgm-zcdp-{suffix}", bench.method_of(name)[1]) == name
+            assert bench.method_of(name)[0] == f"pgm-zcdp-{suffix}"
     finally:
         if fresh and name in bench.CONFIGS:
             del bench.CONFIGS[name]
