@@ -527,6 +527,9 @@ def test_without_a_time_limit_a_peer_runs_to_its_end(tmp_path: Path, monkeypatch
     ([], "pgm-zcdp-1", None),
     (["--rounds-per-variable", "8"], "pgm-all-1", 8 * 10),
     (["--rounds-per-variable", "8"], "pgm-tuned-1", 16 * 10),  # the configuration's own rounds
+    ([], "pgm-zcdp-1-half", 8 * 10),
+    (["--rounds-per-variable", "16"], "pgm-zcdp-1-half", 8 * 10),
+    (["--rounds-per-variable", "16"], "pgm-zcdp-1-quarter", 16 * 10),
     (["--rounds-per-variable", "8"], "synth-all-1", None),  # the model margins has no rounds
 ])
 def test_the_rounds_per_variable_reach_the_model_pgm_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
