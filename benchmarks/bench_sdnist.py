@@ -469,6 +469,22 @@ def definition_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, s
             + family_rules(setup, variables))
 
 
+def resample_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, str]]:
+    """:func:`definition_rules` without those the others imply, so that no rules tie variables in a cycle (``pramkit
+    resample`` enforces its rules along a tree): with INDP and INDP_CAT both drawn, no work industry under 15 is
+    written on INDP alone, for INDP_CAT is 'N' exactly where INDP is (:func:`family_rules`).
+
+    >>> s = Setup(Path("x.csv"), None, (), (), {"INDP": ["N", "170"], "INDP_CAT": ["N", "0"]}, b"", 0, Path("."),
+    ...           {"AGEP": [str(a) for a in range(100)]})
+    >>> [sorted(r) for r in resample_rules(s, ["AGEP", "INDP", "INDP_CAT"])]
+    [['AGEP', 'INDP'], ['INDP', 'INDP_CAT'], ['INDP', 'INDP_CAT']]
+    """
+    rules = definition_rules(setup, variables)
+    if {"INDP", "INDP_CAT"} <= set(variables):
+        rules = [r for r in rules if set(r) != {"AGEP", "INDP_CAT"}]
+    return rules
+
+
 def with_strata(setup: Setup, columns: Sequence[str]) -> Path:
     """The input file with the derived stratum columns added (computed from public or released columns)."""
     frame = setup.frame.copy()
@@ -1068,7 +1084,7 @@ def on_demand(name: str) -> bool:
         summary = f"dpmm's {PEERS[family]} at central epsilon {eps:g}, delta {PEER_DELTA:g}, on every feature"
     elif family == "dp-shuffle":
         rules = match.group(3) == "-resampled"
-        build = lambda s: (_resampled(s, _dp_shuffled(s, eps), definition_rules(s, s.features))  # noqa: E731
+        build = lambda s: (_resampled(s, _dp_shuffled(s, eps), resample_rules(s, s.features))  # noqa: E731
                            if rules else _dp_shuffled(s, eps))
         summary = (f"DP-optimal PRAM on every feature, shuffled (`apply --shuffle`), at the largest local budget "
                    f"whose central epsilon is {eps:g} (delta {SHUFFLE_DELTA:g}, clone bound)"

@@ -403,6 +403,31 @@ def test_family_and_industry_rules_hold_on_the_original_and_forbid_sdnists_incon
     assert len({ks[0] for ks in allowed.values()}) == len(sectors)
 
 
+@pytest.mark.parametrize("features", sorted(bench.FEATURE_SETS))
+def test_the_resampled_pram_row_keeps_every_definition_on_each_feature_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, features: str) -> None:
+    """``dp-shuffle-E-resampled`` on each of SDNist's feature sets (1 000 of NIST's records, SDNist not run): the
+    resample's rules tie no variables in a cycle (on the industry set the age rule on INDP_CAT is implied by the
+    others, and left out), and the released file breaks none of the definitions, the rule left out among them."""
+    import pandas as pd
+
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    names = list(bench.FEATURE_SETS[features])
+    setup = bench.prepare(excerpt, names, [], 1, tmp_path / "w", NIST / "data_dictionary.json")
+    bench.on_demand("dp-shuffle-2-resampled")
+    release = bench.CONFIGS["dp-shuffle-2-resampled"].build(setup)
+    frame = pd.read_csv(release.released, dtype=str, keep_default_na=False)
+    assert len(frame) == 1_000
+    assert bench.rules_broken(frame, bench.definition_rules(setup, names)) == 0
+    if features == "industry":  # with the implied rule, the refusal names the cycle's variables, and only them
+        from pramkit.errors import ParameterError
+
+        with pytest.raises(ParameterError) as refused:
+            bench._resampled(setup, bench._dp_shuffled(setup, 2.0), bench.definition_rules(setup, names))
+        tied = str(refused.value).split("the rules tie ")[1].split(" in a cycle")[0].split(", ")
+        assert sorted(tied) == ["AGEP", "INDP", "INDP_CAT"], refused.value
+
+
 def test_rules_broken_counts_the_records_a_definition_forbids(tmp_path: Path) -> None:
     """The benchmark's "rules broken" column: 0 on national2019 itself; with INDP_CAT drawn apart from INDP (each
     worker's sector taken from another worker), about as many workers as hold another sector than their own."""
@@ -790,7 +815,8 @@ def test_the_peer_releases_kept_in_the_repository_are_read_by_this_script(tmp_pa
             assert tuple(frame.columns) == bench.FEATURE_SETS[which] and len(frame) == 27253
 
 
-@pytest.mark.parametrize("name", ["PeerStore", "peers_table", "goal_lines", "method_of", "peer_configs"])
+@pytest.mark.parametrize("name", ["PeerStore", "peers_table", "goal_lines", "method_of", "peer_configs",
+                                  "resample_rules"])
 def test_the_documented_examples_hold(name: str) -> None:
     """The examples in the docstrings of the side-by-side table's parts run as written."""
     import doctest

@@ -439,7 +439,8 @@ def test_library_refusals(files) -> None:
     with pytest.raises(ParameterError, match="more than two"):
         resample_release(read_table(d / "three.csv"), Manifest.read(d / "m3.json"), key=KEY,
                          forbid=[{"age": "0-9", "sex": "male", "race": "white"}])
-    with pytest.raises(ParameterError, match="cycle"):
+    with pytest.raises(ParameterError, match=r"tie (age, sex, race|age, race, sex|race, sex, age|sex, race, age"
+                                             r"|race, age, sex|sex, age, race) in a cycle"):
         resample_release(read_table(d / "three.csv"), Manifest.read(d / "m3.json"), key=KEY,
                          forbid=[{"age": "0-9", "sex": "male"}, {"sex": "female", "race": "black"},
                                  {"race": "white", "age": "75+"}])

@@ -1208,9 +1208,11 @@ def _spanning_tree(nodes: list[Node], forced: Mapping[tuple[int, int], Rules],
     for a, b in sorted(forced):
         ra, rb = find(a), find(b)
         if ra == rb:
-            raise ParameterError(f"the rules tie {', '.join(sorted({nodes[x].name for e in forced for x in e}))} in a "
-                                 "cycle; the tree model enforces rules along a tree: drop or merge a rule, or "
-                                 "perturb the variables of a cycle jointly in the design")
+            cycle = _path([(x, y) for x, y, _ in chosen], a, b)
+            raise ParameterError(f"the rules tie {', '.join(nodes[x].name for x in cycle)} in a cycle (a rule on "
+                                 f"each pair of neighbours, the last and the first too); the tree model enforces "
+                                 "rules along a tree: drop or merge a rule, or perturb the variables of a cycle "
+                                 "jointly in the design")
         component[ra] = rb
         chosen.append((a, b, True))
     for _mi, a, b in sorted(scores, key=lambda s: (-s[0], s[1], s[2])):
@@ -1219,6 +1221,31 @@ def _spanning_tree(nodes: list[Node], forced: Mapping[tuple[int, int], Rules],
             component[ra] = rb
             chosen.append((a, b, False))
     return chosen
+
+
+def _path(edges: Sequence[tuple[int, int]], a: int, b: int) -> list[int]:
+    """The nodes from ``a`` to ``b`` along a forest's edges (``a`` and ``b`` in one tree of it).
+
+    Examples
+    --------
+    >>> _path([(0, 1), (1, 2), (2, 3), (1, 4)], 4, 3)
+    [4, 1, 2, 3]
+    """
+    linked: dict[int, list[int]] = {}
+    for x, y in edges:
+        linked.setdefault(x, []).append(y)
+        linked.setdefault(y, []).append(x)
+    came = {a: a}
+    queue = [a]
+    for node in queue:
+        for nxt in linked.get(node, []):
+            if nxt not in came:
+                came[nxt] = node
+                queue.append(nxt)
+    path = [b]
+    while path[-1] != a:
+        path.append(came[path[-1]])
+    return path[::-1]
 
 
 def _oriented(nodes: list[Node], chosen: Sequence[tuple[int, int, bool]],
