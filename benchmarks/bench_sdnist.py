@@ -1437,6 +1437,25 @@ def table(rows: Sequence[Row], refs: Sequence[dict[str, Any]] = REFERENCES) -> s
     return "\n".join(lines)
 
 
+def checkout(folder: Path = REPO) -> str:
+    """The git commit of the checkout holding ``folder`` (abbreviated), followed by ``, modified`` when a file git
+    tracks has changed since; "" outside a git checkout or without git.
+
+    >>> checkout(Path("/"))
+    ''
+    """
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
+                              check=True, timeout=30).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return commit + (", modified" if changed else "")
+
+
 def provenance(rows: Sequence[Row]) -> str:
     """The libraries a run used and the digest of each scored file, printed under the table.
 
@@ -1456,6 +1475,9 @@ def provenance(rows: Sequence[Row]) -> str:
     import pramkit
 
     libraries = ", ".join(f"{m.__name__} {m.__version__}" for m in (pramkit, numpy, scipy, pandas, pyarrow))
+    commit = checkout()
+    if commit:  # an editable install keeps the version of the commit it was installed at
+        libraries += f"; this script's checkout at {commit}"
     files = ", ".join(f"{r.name} {r.digest[:16]}" for r in rows if r.digest)  # stopped or not kept: no file
     kept = ", ".join(f"{r.name} ({r.made})" for r in rows if r.made)
     return (f"libraries: {libraries}\nscored files (SHA-256, first 16 hex digits): {files}"
@@ -1673,7 +1695,9 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
     than a random sample of the target as close in k-marginal holds (:meth:`Scores.sample_as_close`; where SDNist's
     subsample scores are not known, the verdict says so).  A feature set and epsilon with no peer scored says so;
     one where a peer's row has no score (stopped at its time limit, or not kept) is not judged, for that peer may
-    be the best, unless a row misses the goal against those scored.
+    be the best, unless a row misses it whatever that peer scores: a lower k-marginal than a peer scored,
+    inconsistencies, or below the subsample line (more matches than a scored peer are no sure miss: the best
+    may match more).
 
     >>> curve = ((10.0, 835.0), (20.0, 885.0), (90.0, 995.0))
     >>> s = lambda k, m, i: Scores(k, 0.0, m, 500, 1000, i, subsample_curve=curve)
@@ -1685,6 +1709,7 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
     ...         ("demographic", Row("pgm-zcdp-10", "-", "10", Scores(990, 0.0, 60, 500, 1000, 0), None, 1.0, 1.0)),
     ...         ("industry", Row("pgm-zcdp-10", "-", "10", s(920, 8, 0), None, 1.0, 1.0)),
     ...         ("industry", Row("pgm-zcdp-10-single", "-", "10", s(925, 40, 0), None, 1.0, 1.0)),
+    ...         ("industry", Row("pgm-zcdp-10-quarter", "-", "10", s(800, 2, 0), None, 1.0, 1.0)),
     ...         ("industry", Row("mst-10", "-", "10", s(815, 9, 900), None, 1.0, 1.0)),
     ...         ("industry", Row("aim-10", "-", "10", None, None, 0.0, 0.0, absent="not kept"))]
     >>> print("\\n".join(goal_lines(rows)))
@@ -1696,7 +1721,8 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
       pgm-zcdp-10: 990, 6.00 % matched (12.0 % of the unique records; the subsample line not known), 0 inconsistencies: met on the rest
     industry, epsilon 10: the best is mst-10 (815, 0.90 % matched); aim-10 not scored, so the goal is not judged
       pgm-zcdp-10: 920, 0.80 % matched (1.6 % of the unique records; a random 42.3 % sample as close), 0 inconsistencies: not judged (aim-10 not scored)
-      pgm-zcdp-10-single: 925, 4.00 % matched (8.0 % of the unique records; a random 45.5 % sample as close), 0 inconsistencies: not met (more matched)
+      pgm-zcdp-10-single: 925, 4.00 % matched (8.0 % of the unique records; a random 45.5 % sample as close), 0 inconsistencies: not judged (aim-10 not scored)
+      pgm-zcdp-10-quarter: 800, 0.20 % matched (0.4 % of the unique records; the subsample line not known), 0 inconsistencies: not met (lower k-marginal)
     """
     out: list[str] = []
     cells = list(dict.fromkeys((features, method_of(r.name)[1]) for features, r in rows))
@@ -1722,7 +1748,10 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
                 out.append(f"  {r.name}: not scored")
                 continue
             sample = sc.sample_as_close()
-            why = [w for w, bad in (("lower k-marginal", sc.k_marginal < k), ("more matched", sc.matched_all > matched),
+            # beside an unscored peer, which may be the best, only a miss that no best could undo is sure: a
+            # lower k-marginal than a peer scored, inconsistencies, the subsample line (not the best's matches)
+            why = [w for w, bad in (("lower k-marginal", sc.k_marginal < k),
+                                    ("more matched", not unscored and sc.matched_all > matched),
                                     ("inconsistencies", sc.inconsistent > 0),
                                     ("below the subsample line", sample is not None and sc.matched_unique >= sample))
                    if bad]

@@ -428,6 +428,33 @@ def test_the_resampled_pram_row_keeps_every_definition_on_each_feature_set(
         assert sorted(tied) == ["AGEP", "INDP", "INDP_CAT"], refused.value
 
 
+def test_the_provenance_names_the_checkout_and_whether_it_was_modified(tmp_path: Path) -> None:
+    """An editable install keeps the version of the commit it was installed at, so the provenance line also names
+    the script's checkout: its commit, and ", modified" once a tracked file has changed (an untracked one is not
+    counted); nothing outside a checkout."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.org",
+                               *args], capture_output=True, text=True, check=True).stdout.strip()
+
+    assert bench.checkout(tmp_path) == ""
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("one\n", encoding="utf-8")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "one")
+    head = git("rev-parse", "HEAD")
+    (tmp_path / "untracked.txt").write_text("x\n", encoding="utf-8")
+    assert bench.checkout(tmp_path) == head[:12]
+    (tmp_path / "a.txt").write_text("two\n", encoding="utf-8")
+    assert bench.checkout(tmp_path) == head[:12] + ", modified"
+    assert f"; this script's checkout at {bench.checkout()}" in bench.provenance([]) or not bench.checkout()
+
+
 def test_rules_broken_counts_the_records_a_definition_forbids(tmp_path: Path) -> None:
     """The benchmark's "rules broken" column: 0 on national2019 itself; with INDP_CAT drawn apart from INDP (each
     worker's sector taken from another worker), about as many workers as hold another sector than their own."""
@@ -816,7 +843,7 @@ def test_the_peer_releases_kept_in_the_repository_are_read_by_this_script(tmp_pa
 
 
 @pytest.mark.parametrize("name", ["PeerStore", "peers_table", "goal_lines", "method_of", "peer_configs",
-                                  "resample_rules"])
+                                  "resample_rules", "checkout"])
 def test_the_documented_examples_hold(name: str) -> None:
     """The examples in the docstrings of the side-by-side table's parts run as written."""
     import doctest
