@@ -1210,7 +1210,7 @@ def _spanning_tree(nodes: list[Node], forced: Mapping[tuple[int, int], Rules],
         if ra == rb:
             cycle = _path([(x, y) for x, y, _ in chosen], a, b)
             raise ParameterError(f"the rules tie {', '.join(nodes[x].name for x in cycle)} in a cycle (a rule on "
-                                 f"each pair of neighbours, the last and the first too); the tree model enforces "
+                                 "each pair of neighbours, the last and the first too); the tree model enforces "
                                  "rules along a tree: drop or merge a rule, or perturb the variables of a cycle "
                                  "jointly in the design")
         component[ra] = rb
