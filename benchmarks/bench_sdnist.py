@@ -1041,9 +1041,29 @@ for _peer_name, _title in PEERS.items():
                       f"synth-all-{_eps} (DPMM_PYTHON)")(lambda s, p=_peer_name, e=_eps: _peer(s, p, e))
 
 
+#: The records given each draw on average by the ``-quarter`` rows of the model pgm (``--records-per-draw``).
+QUARTER = 1.25
+#: The same for the ``-half`` rows: half of the draws given two records, fewer records matched for about a point of
+#: k-marginal (docs/benchmarks.md).
+HALF = 1.5
+#: The nominal rounds per variable of the ``-half`` rows (the command's default is 4): more, smaller tables, which
+#: scored 3 to 8 points higher at epsilon 1 on the family and industry sets at each of three keys
+#: (docs/benchmarks.md).
+HALF_ROUNDS_PER_VARIABLE = 8
+#: How the draws of a ``pgm-zcdp`` row go to records, by its name's suffix: its ``--records-per-draw`` (None: one
+#: record a draw), the share of the draws given two records, and its own rounds per variable (None: the run's).
+#: Every such row draws with ``--min-count 1``; a row without a suffix gives each draw to two records.
+DRAWS: dict[str, tuple[float | None, str, int | None]] = {
+    "-single": (None, "", None),
+    "-quarter": (QUARTER, "a quarter", None),
+    "-half": (HALF, "half", HALF_ROUNDS_PER_VARIABLE),
+}
+#: Every suffix a configuration's name may end with after its epsilon.
+SUFFIXES = ("-resampled", *DRAWS)
+
 #: The families a configuration name may take any parameter of (``on_demand``): a curve of releases, not a point.
-ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", "pgm-zcdp-E-single", "pgm-zcdp-E-quarter", "pgm-zcdp-E-half", "synth-all-E",
-             "mst-E", "aim-E", "dp-E", "dp-E-resampled", "dp-shuffle-E", "dp-shuffle-E-resampled", "sdcmicro-pram-pdP")
+ON_DEMAND = ("pgm-all-E", "pgm-zcdp-E", *(f"pgm-zcdp-E{d}" for d in DRAWS), "synth-all-E", "mst-E", "aim-E", "dp-E",
+             "dp-E-resampled", "dp-shuffle-E", "dp-shuffle-E-resampled", "sdcmicro-pram-pdP")
 
 
 def on_demand(name: str) -> bool:
@@ -1061,10 +1081,10 @@ def on_demand(name: str) -> bool:
 
     if name in CONFIGS:
         return True
-    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp-shuffle|dp)-(\d+(?:\.\d+)?)(-resampled|-single|-quarter|-half)?"
-                         r"|sdcmicro-pram-pd(\d?\.\d+|1)", name)
+    match = re.fullmatch(r"(pgm-all|pgm-zcdp|synth-all|mst|aim|dp-shuffle|dp)-(\d+(?:\.\d+)?)"
+                         rf"({'|'.join(SUFFIXES)})?|sdcmicro-pram-pd(\d?\.\d+|1)", name)
     if match is None or (match.group(3) == "-resampled" and match.group(1) not in ("dp", "dp-shuffle")) or \
-            (match.group(3) in ("-single", "-quarter", "-half") and match.group(1) != "pgm-zcdp"):
+            (match.group(3) in DRAWS and match.group(1) != "pgm-zcdp"):
         return False
     if match.group(4) is not None:
         pd_ = float(match.group(4))
@@ -1097,20 +1117,19 @@ def on_demand(name: str) -> bool:
         build = lambda s: _dp(s, eps)  # noqa: E731
         summary = f"DP-optimal PRAM at record budget {eps:g}, split equally, 'N' missing (kept as it is)"
     elif family == "pgm-zcdp":
-        single, quarter, half = (match.group(3) == k for k in ("-single", "-quarter", "-half"))
-        build = lambda s: _synthesized(s, eps, 1 if single or quarter or half else 2,  # noqa: E731
+        draws = match.group(3)
+        shared, share, rounds = DRAWS[draws] if draws else (None, "", None)
+        build = lambda s: _synthesized(s, eps, 1 if draws else 2,  # noqa: E731
                                        every=True, model="pgm", neighbours="add-remove", delta=PEER_DELTA, binned=True,
-                                       records_per_draw=QUARTER if quarter else HALF if half else None,
-                                       rounds_per_variable=HALF_ROUNDS_PER_VARIABLE if half else None)
+                                       records_per_draw=shared, rounds_per_variable=rounds)
         summary = (f"`pramkit synthesize --model pgm --public '' --neighbours add-remove --delta {PEER_DELTA:g}` at "
                    f"central epsilon {eps:g}: the peers' guarantee, (epsilon, delta) by zCDP under add-or-remove"
                    + "; AGEP and POVPIP in bins where they are features (--bins)"
-                   + ("; one draw per record (min-count 1), as the peers draw" if single else "")
-                   + (f"; {QUARTER:g} records a draw on average (--min-count 1 --records-per-draw {QUARTER:g}: a "
-                      "quarter of the draws given to two records)" if quarter else "")
-                   + (f"; {HALF:g} records a draw on average (--min-count 1 --records-per-draw {HALF:g}: half of "
-                      f"the draws given to two records) and {HALF_ROUNDS_PER_VARIABLE} rounds per variable (its own, "
-                      "whatever --rounds-per-variable says)" if half else ""))
+                   + ("; one draw per record (min-count 1), as the peers draw" if draws == "-single" else "")
+                   + (f"; {shared:g} records a draw on average (--min-count 1 --records-per-draw {shared:g}: {share} "
+                      "of the draws given to two records)" if shared else "")
+                   + (f" and {rounds} rounds per variable (its own, whatever --rounds-per-variable says)"
+                      if rounds else ""))
     else:
         model = "pgm" if family == "pgm-all" else "margins"
         build = lambda s: _synthesized(s, eps, 2, every=True, model=model)  # noqa: E731
@@ -1595,15 +1614,6 @@ PRAMKIT_ROWS = ("synth-all", "pgm-all", "pgm-zcdp", "pgm-zcdp-quarter", "pgm-zcd
                 "dp-shuffle-resampled")
 #: The rows ``--models`` may also choose.
 PRAMKIT_MODELS = (*PRAMKIT_ROWS, "pgm-zcdp-single")
-#: The records given each draw on average by the ``-quarter`` rows of the model pgm (``--records-per-draw``).
-QUARTER = 1.25
-#: The same for the ``-half`` rows: half of the draws given two records, fewer records matched for about a point of
-#: k-marginal (docs/benchmarks.md).
-HALF = 1.5
-#: The nominal rounds per variable of the ``-half`` rows (the command's default is 4): more, smaller tables, which
-#: scored 3 to 8 points higher at epsilon 1 on the family and industry sets at each of three keys
-#: (docs/benchmarks.md).
-HALF_ROUNDS_PER_VARIABLE = 8
 
 
 def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS, *, peers: bool = True,
@@ -1630,7 +1640,7 @@ def at_epsilon(model: str, epsilon: float) -> str:
     >>> at_epsilon("pgm-zcdp", 1), at_epsilon("dp-shuffle-resampled", 2), at_epsilon("pgm-zcdp-single", 0.5)
     ('pgm-zcdp-1', 'dp-shuffle-2-resampled', 'pgm-zcdp-0.5-single')
     """
-    for suffix in ("-resampled", "-single", "-quarter", "-half"):
+    for suffix in SUFFIXES:
         if model.endswith(suffix):
             return f"{model[:-len(suffix)]}-{epsilon:g}{suffix}"
     return f"{model}-{epsilon:g}"
