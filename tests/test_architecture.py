@@ -230,7 +230,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("recognition", ("pramkit.recognition",)),
     # the workflows: a release designed and written, swapped (on Spark too), synthesized, resampled, audited
     ("workflows", ("pramkit.release", "pramkit.swap", "pramkit.synthesize", "pramkit.synthesize_pgm",
-                   "pramkit.synthesize_codes", "pramkit.pgm_compression", "pramkit.pgm_balance", "pramkit.resample", "pramkit.suppress", "pramkit.audit")),
+                   "pramkit.synthesize_codes", "pramkit.synthesize_marginals", "pramkit.pgm_compression", "pramkit.pgm_balance", "pramkit.resample", "pramkit.suppress", "pramkit.audit")),
     ("reports", ("pramkit.report", "pramkit.reproduce", "pramkit.sklearn")),
     ("workbench", ("pramkit.workbench", "pramkit.demo")),
     # what parses and shows: the command line and the app

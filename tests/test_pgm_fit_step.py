@@ -177,10 +177,10 @@ def test_the_cpu_code_generation_flag_is_set_before_jax_starts_only(tmp_path):
     assert flags("", XLA_FLAGS=mine) == mine
 
 
-def test_a_marginal_whose_product_underflows_is_counted_again_with_its_rules() -> None:
-    """Forty factors whose maxima disagree: their product is about 1e-240 everywhere, below what the elimination
-    trusts. The marginal is counted again rescaled (never by mbi's inference, which reads the potentials without
-    the rules' masks) and equals the brute-force marginal of the joint, in logs, with the rule's cells at 0."""
+def test_a_marginal_whose_product_underflows_keeps_its_rules() -> None:
+    """Forty factors whose maxima disagree: their product is about 1e-240 everywhere, which a product of the
+    factors would lose.  The calibrated tree (never mbi's inference, which reads the potentials without the rules'
+    masks) gives the brute-force marginal of the joint, in logs, with the rule's cells at 0."""
     from types import SimpleNamespace
 
     from scipy.special import logsumexp

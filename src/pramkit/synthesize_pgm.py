@@ -98,6 +98,7 @@ from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.pgm_balance import POOL, balance, check_draw, is_balanced
 from pramkit.pgm_compression import COMPRESS_SD, compression_of
 from pramkit.synthesize_codes import cell_index, code_chunks, code_dtype, count_cells
+from pramkit.synthesize_marginals import Calibrated, tree_cells
 
 #: The models of ``pramkit synthesize``: the default (margins raked over a pool) and the graphical model.
 MODELS = ("margins", "pgm")
@@ -118,11 +119,6 @@ ROUND_ITERS = 100
 #: Mirror-descent iterations of each round's fit under zCDP (``delta``): its less noisy tables repay a closer fit.
 ZCDP_ROUND_ITERS = 300
 FINAL_ITERS = 1000
-#: Below this sum the product of a model's exponentiated factors has underflowed: its marginals are computed by
-#: mbi's inference in logs instead.
-SMALLEST_SUM = 1e-200
-#: Times a marginal that underflowed is counted again, rescaled, before mbi's inference in logs is used.
-RESCALES = 4
 #: The most variables the workload of 3-way marginals is built over.
 MAX_VARIABLES = 60
 #: The most cells of the original's exact marginals kept between rounds (the others are counted again).
@@ -689,20 +685,16 @@ class _Data:
         return table
 
 
-def _letters(names: Sequence[str]) -> dict[str, str]:
-    return {a: chr(ord("a") + i) if i < 26 else chr(ord("A") + i - 26) for i, a in enumerate(names)}
-
-
 class _Factors:
     """The model as non-negative factors over cliques (its potentials, exponentiated, and the rules' masks),
-    and its marginals by variable elimination in NumPy (``opt_einsum``), scaled to ``total`` records;
-    ``fitted``: a marginal a clique holds is summed from the fit's own marginal of that clique instead."""
+    and its marginals from their junction tree calibrated in NumPy (:mod:`pramkit.synthesize_marginals`),
+    scaled to ``total`` records; ``fitted``: a marginal a clique holds is summed from the fit's own marginal of
+    that clique instead."""
 
     fitted = True
 
     def __init__(self, model: Any, masks: Sequence[tuple[tuple[str, ...], np.ndarray]], names: Sequence[str],
                  total: float) -> None:
-        self.letters = _letters(names)
         self.items: list[tuple[tuple[str, ...], np.ndarray]] = []
         for cl in model.potentials.cliques:
             v = np.asarray(model.potentials[cl].values, dtype=float)
@@ -712,32 +704,25 @@ class _Factors:
         self.total = total
         self.model = model
         self._cliques: dict[tuple[str, ...], np.ndarray] = {}
+        self._tree: Calibrated | None = None
+        self._no_tree = False  # the factors gave no distribution
 
     def marginal(self, r: Sequence[str]) -> np.ndarray:
         """The model's marginal of ``r`` scaled to the total: summed from the fitted marginal of a clique that
-        holds ``r`` when there is one; else by variable elimination, counted again with the factors rescaled when
-        their product underflows (many cliques far from their maxima at once); last, by mbi's own inference (in
-        logs) times the rules' masks within ``r``."""
-        import opt_einsum
-
+        holds ``r`` when there is one; else from the calibrated junction tree of the factors; last (the factors'
+        product zero everywhere, which a fitted model never gives), by mbi's own inference (in logs) times the
+        rules' masks within ``r``."""
         held = self._held(r)
         if held is not None:
             return held
-
-        spec = ",".join("".join(self.letters[a] for a in cl) for cl, _ in self.items)
-        factors = [v for _, v in self.items]
-        for _ in range(RESCALES):
-            out = opt_einsum.contract(f"{spec}->{''.join(self.letters[a] for a in r)}", *factors, optimize="greedy")
-            s = out.sum()
-            if np.isfinite(s) and s > SMALLEST_SUM:
-                return self._to_total(out)
-            if not np.isfinite(s):
-                break
-            # the product underflowed (each factor is at most 1 where the others are far from 1): each factor
-            # scaled by the same amount, so that the product grows by the sum's inverse (by 1e300 when nothing
-            # is left), it is counted again
-            scale = np.exp(-np.log(s) / len(factors)) if s > 0 else 10.0 ** (300 / len(factors))
-            factors = [v * scale for v in factors]
+        if self._tree is None and not self._no_tree:
+            sizes = {a: n for cl, v in self.items for a, n in zip(cl, v.shape)}
+            try:
+                self._tree = Calibrated(self.items, sizes)
+            except FloatingPointError:
+                self._no_tree = True
+        if self._tree is not None:
+            return self._to_total(self._tree.marginal(r))
         out = np.asarray(self.model.project(list(r)).transpose(list(r)).values, dtype=float)
         return self._to_total(self._masked(out, r))
 
@@ -774,11 +759,9 @@ class _Factors:
 
 
 def _model_cells(mbi: Any, domain: Any, cliques: Sequence[tuple[str, ...]]) -> int:
-    """The cells of the junction tree of ``cliques`` (its maximal cliques' cells, added up)."""
-    from mbi import junction_tree
-
-    tree, _ = junction_tree.make_junction_tree(domain, list(cliques))
-    return int(sum(domain.size(cl) for cl in junction_tree.maximal_cliques(tree)))
+    """The cells of mbi's junction tree of ``cliques`` (its maximal cliques' cells, added up), counted on sets
+    (:func:`pramkit.synthesize_marginals.tree_cells`; each variable's own clique, which every model has, added)."""
+    return tree_cells(dict(zip(domain.attributes, domain.shape)), [(v,) for v in domain.attributes] + list(cliques))
 
 
 def rule_masks(rules: Any, variables: Sequence[str], cats: Mapping[str, Sequence[Any]], max_cells: int
