@@ -1773,15 +1773,32 @@ def goal_lines(rows: Sequence[tuple[str, Row]]) -> list[str]:
     return out
 
 
+#: The name of the set ``--peers --features`` gives (features no configuration was measured on as a set).
+GIVEN_SET = "given"
+
+
+def peer_sets(feature_set: str | None, features: str | None) -> list[tuple[str, list[str]]]:
+    """The feature sets ``--peers`` runs, by name: ``--feature-set``'s, the features ``--features`` lists (one set,
+    :data:`GIVEN_SET`), or every set of :data:`FEATURE_SETS`.
+
+    >>> peer_sets("family", None)[0][0], [n for n, _ in peer_sets(None, None)]
+    ('family', ['demographic', 'family', 'industry'])
+    >>> peer_sets(None, "AGEP,SEX,,DREM")
+    [('given', ['AGEP', 'SEX', 'DREM'])]
+    """
+    if features is not None:
+        return [(GIVEN_SET, [f for f in features.split(",") if f])]
+    return [(n, list(FEATURE_SETS[n])) for n in ([feature_set] if feature_set else FEATURE_SETS)]
+
+
 def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> int:
     """``--peers``: every column protected, pramkit's synthesizer beside MST and AIM at each epsilon, on each
     feature set, scored by SDNist in this run; one table."""
-    sets = [args.feature_set] if args.feature_set else list(FEATURE_SETS)
     rows: list[tuple[str, Row]] = []
-    for name in sets:
+    for name, features in peer_sets(args.feature_set, args.features):
         workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-peers-"))
         try:
-            setup = replace(prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
+            setup = replace(prepare(args.data, features, [], args.seed, workdir,
                                     data_root / "data_dictionary.json"),
                             peer_seconds=60 * args.peer_minutes if args.peer_minutes else None,
                             rounds_per_variable=args.rounds_per_variable, bins=args.bins,
@@ -1821,6 +1838,27 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
     if args.plot is not None and peers_plot(rows, args.plot):
         print(f"frontier: {args.plot}")
     return 0
+
+
+def features_error(features: Sequence[str], data: Path) -> str:
+    """What is wrong with ``features`` for the file ``data`` (none, a feature twice, a feature not among the
+    file's columns when the file is there), or ``""``.
+
+    >>> features_error([], Path("x.csv")), features_error(["AGEP", "AGEP"], Path("x.csv"))
+    ('none given', 'AGEP given twice')
+    """
+    if not features:
+        return "none given"
+    twice = sorted({f for f in features if features.count(f) > 1})
+    if twice:
+        return f"{', '.join(twice)} given twice"
+    if data.is_file():
+        with open(data, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+        missing = [f for f in features if f not in header]
+        if missing:
+            return f"{', '.join(missing)} not among the columns of {data} ({', '.join(header)})"
+    return ""
 
 
 def positive_epsilons(text: str) -> list[float] | None:
@@ -1919,7 +1957,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"one of {', '.join(ON_DEMAND)} at any epsilon E or pd P (e.g. pgm-all-0.5)")
     ap.add_argument("--list", action="store_true", help="print the configurations and exit")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--features", default=None, help=f"comma-separated (default {','.join(FEATURES)})")
+    ap.add_argument("--features", default=None, help=f"comma-separated (default {','.join(FEATURES)}); with "
+                    f"--peers, the one set run (named '{GIVEN_SET}')")
     ap.add_argument("--public", default=",".join(PUBLIC), help="features released as they are")
     ap.add_argument("--target", default="NATIONAL", choices=("NATIONAL", "MA", "TX"), help="SDNist's target")
     ap.add_argument("--seed", type=int, default=1, help="seed of the key, the DP noise and sdcMicro's draw")
@@ -1931,7 +1970,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="release only, SDNist left out: the release times on a quiet machine (scores '-')")
     ap.add_argument("--peers", action="store_true",
                     help="every column protected: pramkit's synthesizer beside dpmm's MST and AIM at each epsilon "
-                         "(--epsilons), on each feature set (--feature-set), in this run")
+                         "(--epsilons), on each feature set (--feature-set, or the one --features lists), in this run")
     ap.add_argument("--feature-set", choices=sorted(FEATURE_SETS),
                     help="one of SDNist's feature sets: with --peers, the only one run (default all); otherwise the "
                          "features (instead of --features)")
@@ -1998,6 +2037,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     features = (list(FEATURE_SETS[args.feature_set]) if args.feature_set
                 else [f for f in (args.features or ",".join(FEATURES)).split(",") if f])
+    bad = features_error(features, args.data)
+    if bad:
+        print(f"bench_sdnist: --features: {bad}", file=sys.stderr)
+        return 2
     args.bins = bins_flag(args.bins, list(dict.fromkeys([*features, *(f for s in FEATURE_SETS.values() for f in s)])))
     if isinstance(args.bins, str):
         print(args.bins, file=sys.stderr)
@@ -2005,8 +2048,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     public = [f for f in args.public.split(",") if f and f in features]
     from pramkit.synthesize_pgm import MOST_ROUNDS
 
-    run_sets = [args.feature_set] if args.feature_set else list(FEATURE_SETS)
-    widest = max(len(FEATURE_SETS[n]) for n in run_sets) if args.peers else len(features)
+    widest = max(len(f) for _, f in peer_sets(args.feature_set, args.features)) if args.peers else len(features)
     if args.rounds_per_variable is not None and args.rounds_per_variable * widest > MOST_ROUNDS:
         print(f"--rounds-per-variable {args.rounds_per_variable} times the {widest} features passes the most rounds "
               f"({MOST_ROUNDS}): at most {MOST_ROUNDS // widest} here", file=sys.stderr)

@@ -6,6 +6,7 @@ structure (tests/fixtures/sdnist_report.json, with the published sdcMicro figure
 
 from __future__ import annotations
 
+import csv
 import json
 import random
 import sys
@@ -130,6 +131,9 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     (["--peers", "--kept-peers-only", "--peer-releases", str(ROOT / "no-such-folder")],
      "--kept-peers-only reads the peers' kept releases, but " + str(ROOT / "no-such-folder") + " is not a folder"),
     (["--peers", "--kept-peers-only", "--peer-releases", str(ROOT / "pyproject.toml")], "is not a folder"),
+    (["--features", "AGEP,SEX,AGEP"], "bench_sdnist: --features: AGEP given twice"),
+    (["--peers", "--features", ",,"], "bench_sdnist: --features: none given"),
+    (["--peers", "--features", "AGEP", "--feature-set", "family"], "give --features or --feature-set, not both"),
 ])
 def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: list[str], words: str) -> None:
     assert bench.main(args) == 2
@@ -539,8 +543,8 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
 
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
     pids = _slow_peer(tmp_path, monkeypatch)
-    args = argparse.Namespace(feature_set="demographic", data=excerpt, seed=1, epsilons=[1.0, 2.0], no_peer_runs=False,
-                              peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
+    args = argparse.Namespace(feature_set="demographic", features=None, data=excerpt, seed=1, epsilons=[1.0, 2.0],
+                              no_peer_runs=False, peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
                               estimator="mle", plot=None, peer_minutes=1 / 60, rounds_per_variable=None, bins={},
                               peer_releases=None, kept_peers_only=False)
     t0 = time.monotonic()
@@ -747,8 +751,8 @@ def test_kept_peers_only_reads_the_kept_releases_and_makes_none(tmp_path: Path, 
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
     log = _counting_peer(tmp_path, monkeypatch)
     store = tmp_path / "kept"
-    args = argparse.Namespace(feature_set="demographic", data=excerpt, seed=1, epsilons=[1.0], no_peer_runs=False,
-                              peer_tools=["aim"], models=[], target="NATIONAL", out=None,  # the peer's rows only
+    args = argparse.Namespace(feature_set="demographic", features=None, data=excerpt, seed=1, epsilons=[1.0],
+                              no_peer_runs=False, peer_tools=["aim"], models=[], target="NATIONAL", out=None,  # the peer's rows only
                               estimator="mle", plot=None, peer_minutes=None, rounds_per_variable=None, bins={},
                               peer_releases=store, kept_peers_only=False)
     assert bench.run_peers(args, None, NIST) == 0  # keeps AIM's release at epsilon 1
@@ -768,6 +772,46 @@ def test_kept_peers_only_reads_the_kept_releases_and_makes_none(tmp_path: Path, 
     assert err.count("aim-2") == 1 and f"demographic aim-2: not kept in {store} (--kept-peers-only)" in err, err
     assert "aim-2" not in out.split("scored files")[1]
     assert {p.name: p.read_bytes() for p in store.iterdir()} == before
+
+
+def test_peers_on_the_features_given_run_them_as_one_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    """``--peers --features``: the features listed are the one set run, named ``given`` (they were silently
+    ignored, every SDNist set run instead); the peer is given exactly those columns."""
+    import argparse
+
+    excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    _counting_peer(tmp_path, monkeypatch)
+    store = tmp_path / "kept"
+    args = argparse.Namespace(feature_set=None, features="DREM,AGEP,DEAR", data=excerpt, seed=1, epsilons=[1.0],
+                              no_peer_runs=False, peer_tools=["mst"], models=[], target="NATIONAL", out=None,
+                              estimator="mle", plot=None, peer_minutes=None, rounds_per_variable=None, bins={},
+                              peer_releases=store, kept_peers_only=False)
+    assert bench.run_peers(args, None, NIST) == 0
+    out = capsys.readouterr().out
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| ") and "| release |" not in line]
+    assert [(r[0], r[1]) for r in rows] == [("| given", "mst-1")], out
+    (kept,) = store.glob("*.csv")
+    with open(kept, newline="", encoding="utf-8") as fh:
+        assert next(csv.reader(fh)) == ["DREM", "AGEP", "DEAR"]
+
+
+def test_features_not_in_the_file_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A feature the file has not (here in a copy of the national file's first records) is named with the file's
+    columns, in one line, exit 2, before anything is released; the file is left as it was."""
+    source = NIST / "national" / "national2019.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} is not available")
+    data = tmp_path / "national2019.csv"
+    data.write_text("".join(source.open(encoding="utf-8").readlines()[:11]), encoding="utf-8")
+    before = data.read_bytes()
+    for args in (["--features", "AGEP,DREMM", "--configs", "raw"],
+                 ["--peers", "--features", "AGEP,DREMM", "--no-peer-runs"]):
+        assert bench.main([*args, "--data", str(data), "--no-score"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("bench_sdnist: --features: DREMM not among the columns of ") \
+            and "PUMA, AGEP, SEX" in err, err
+    assert data.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["national2019.csv"]
 
 
 def test_a_peer_release_that_cannot_be_kept_is_scored_and_made_again_later(
