@@ -358,7 +358,8 @@ def age_class(age: str) -> str:
 def age_rules(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> list[dict[str, str]]:
     """Forbidden (age class, variable) combinations: every one a definition, none read off the data.
 
-    MSP and PINCP_DECILE are 'N' exactly under 15, EDU exactly under 3 (the data dictionary);
+    MSP and PINCP_DECILE are 'N' exactly under 15, DREM and DPHY exactly under 5, EDU exactly under 3 (the
+    data dictionary);
     no child under 15 is a veteran or holds a doctorate, none under 5 a diploma (SDNist's checks).
     """
     def codes(v: str, keep: Sequence[str]) -> str:
@@ -376,6 +377,11 @@ def age_rules(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> l
     for v in ("INDP", "INDP_CAT"):  # no work industry under 15 (the data dictionary, SDNist's checks)
         if v in variables:
             rows.append({AGE_CLASS: child, v: codes(v, [NA])})
+    for v in ("DREM", "DPHY"):  # 'N' exactly under 5 (the data dictionary: "N/A (Less than 5 years old)")
+        if v in variables:
+            rows.append({AGE_CLASS: "0-2|3-4", v: codes(v, [NA])})
+            if na_is_value:
+                rows.append({AGE_CLASS: "5-14|15+", v: NA})
     if "EDU" in variables:
         rows.append({AGE_CLASS: "0-2", "EDU": codes("EDU", [NA])})
         rows.append({AGE_CLASS: "3-4", "EDU": codes("EDU", [NA, "1", "2", "3", "4"])})
@@ -402,7 +408,8 @@ def family_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, str]]
     """Forbidden combinations of the family and industry features, each a definition (none read off the data).
 
     NOC (own children) is below NPF (persons in the family) where both apply (SDNist's check), and 'N' (group
-    quarters or vacant) only where NPF is 'N' too; INDP and INDP_CAT are 'N' together (SDNist's check).  The
+    quarters or vacant) only where NPF is 'N' too, and exactly in group quarters (HOUSING_TYPE 2 or 3), where NPF
+    is 'N' too (the data dictionary); INDP and INDP_CAT are 'N' together (SDNist's check).  The
     codes are each variable's declared ones (its range where it is drawn over it).
 
     >>> s = Setup(Path("x.csv"), None, ("NOC", "NPF"), (), {}, b"", 0, Path("."),
@@ -421,6 +428,11 @@ def family_rules(setup: Setup, variables: Sequence[str]) -> list[dict[str, str]]
             too_few = [j for j in npf if int(j) <= int(k)]
             if too_few:
                 rows.append({"NOC": k, "NPF": "|".join(too_few)})
+    for v in ("NOC", "NPF"):  # 'N' in group quarters (HOUSING_TYPE 2 or 3): "N/A (GQ/vacant...)"; NOC only there
+        if {"HOUSING_TYPE", v} <= set(variables):
+            rows.append({"HOUSING_TYPE": "2|3", v: "|".join(codes(v))})
+            if v == "NOC":
+                rows.append({"HOUSING_TYPE": "1", v: NA})
     if {"INDP", "INDP_CAT"} <= set(variables):
         rows += [{"INDP": NA, "INDP_CAT": "|".join(codes("INDP_CAT"))},
                  {"INDP": "|".join(codes("INDP")), "INDP_CAT": NA}]

@@ -407,6 +407,29 @@ def test_family_and_industry_rules_hold_on_the_original_and_forbid_sdnists_incon
     assert len({ks[0] for ks in allowed.values()}) == len(sectors)
 
 
+def test_group_quarters_and_under_five_rules_hold_on_the_original(tmp_path: Path) -> None:
+    """On national2019 (every record): no record breaks the data dictionary's group-quarters rules on NOC and NPF
+    or its under-5 rules on DREM and DPHY; a child of 3 with a cognitive difficulty answered, a 40-year-old with
+    it not applicable, own children or a family counted in group quarters, and no own children counted in a
+    housing unit are each forbidden."""
+    source = NIST / "national" / "national2019.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} is not available")
+    features = ["AGEP", "HOUSING_TYPE", "NOC", "NPF", "DREM", "DPHY"]
+    setup = bench.prepare(source, features, [], 0, tmp_path / "w", NIST / "data_dictionary.json")
+    rules = bench.definition_rules(setup, features)
+    records = setup.frame[features].drop_duplicates().to_dict("records")
+    assert len(records) > 1000
+    assert not [r for r in records if any(_forbidden(rule, r) for rule in rules)]
+    adult = {"AGEP": "40", "HOUSING_TYPE": "1", "NOC": "1", "NPF": "3", "DREM": "2", "DPHY": "2"}
+    for fine in ({}, {"NOC": "0", "NPF": "N"}, {"HOUSING_TYPE": "2", "NOC": "N", "NPF": "N"},
+                 {"AGEP": "3", "DREM": "N", "DPHY": "N"}, {"AGEP": "5"}):
+        assert not any(_forbidden(rule, {**adult, **fine}) for rule in rules), fine
+    for change in ({"AGEP": "3"}, {"AGEP": "3", "DREM": "N"}, {"DPHY": "N"}, {"HOUSING_TYPE": "3", "NPF": "N"},
+                   {"HOUSING_TYPE": "2", "NOC": "N"}, {"NOC": "N", "NPF": "N"}):
+        assert any(_forbidden(rule, {**adult, **change}) for rule in rules), change
+
+
 @pytest.mark.parametrize("features", sorted(bench.FEATURE_SETS))
 def test_the_resampled_pram_row_keeps_every_definition_on_each_feature_set(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, features: str) -> None:
