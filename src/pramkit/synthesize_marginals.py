@@ -52,6 +52,7 @@ class Calibrated:
         for cl, table in factors:
             i = min((i for i, k in enumerate(self.nodes) if set(cl) <= set(k)), key=lambda i: psi[i].size)
             psi[i] = _scaled(psi[i] * _aligned(np.asarray(table, dtype=float), tuple(cl), self.nodes[i]))
+        self.parts = self._orders()
         self.beliefs = self._calibrate(psi)
         self._separators: dict[tuple[int, int], np.ndarray] = {}
 
@@ -59,7 +60,7 @@ class Calibrated:
         """Each clique's probability table: its factors times the messages of all its neighbours, the messages
         passed leaves to root and back in each connected part of the tree."""
         messages: dict[tuple[int, int], np.ndarray] = {}
-        for order in self._orders():
+        for order in self.parts:
             for i, parent in reversed(order):  # leaves to root
                 if parent is not None:
                     messages[i, parent] = self._message(psi, messages, i, parent)
@@ -117,7 +118,7 @@ class Calibrated:
             i = min(holding, key=lambda i: self.beliefs[i].size)
             return _summed(self.beliefs[i], self.nodes[i], r)
         parts = {}  # the variables of r by the connected part of the tree holding them
-        for order in self._orders():
+        for order in self.parts:
             members = {i for i, _ in order}
             held = tuple(v for v in r if any(v in self.nodes[i] for i in members))
             if held:
@@ -206,9 +207,7 @@ def _shared(a: Clique, b: Clique) -> Clique:
 def _aligned(table: np.ndarray, axes: Clique, target: Clique) -> np.ndarray:
     """``table`` over ``axes`` laid out to broadcast over ``target`` (which holds every axis)."""
     order = sorted(range(len(axes)), key=lambda a: target.index(axes[a]))
-    t = np.transpose(table, order)
-    shape = [t.shape[order.index(axes.index(v))] if v in axes else 1 for v in target]
-    return t.reshape(shape)
+    return np.transpose(table, order).reshape([table.shape[axes.index(v)] if v in axes else 1 for v in target])
 
 
 def _summed(table: np.ndarray, axes: Clique, r: Sequence[str]) -> np.ndarray:
