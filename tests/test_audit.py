@@ -231,9 +231,66 @@ def test_holm_against_statsmodels_free_reference():
         assert np.array_equal(holm(p, 0.05), adjusted < 0.05)
 
 
-def test_the_fit_test_matches_scipy_without_pooling():
+def test_the_row_test_is_each_cells_binomial_test_times_the_cells():
+    """Against scipy's binomial tails: twice the smaller, the smallest cell's times three; the zero cell
+    is not a cell of the test (two cells left: one test, no factor)."""
     obs, prob = np.array([30, 50, 20]), np.array([0.3, 0.5, 0.2])
-    assert math.isclose(row_pvalue(obs + 3, prob), stats.chisquare(obs + 3, prob * (obs.sum() + 9)).pvalue)
+    cells = [2 * min(stats.binom.cdf(x, 100, q), stats.binom.sf(x - 1, 100, q)) for x, q in zip(obs + 3, prob)]
+    assert math.isclose(row_pvalue(obs + 3, prob), min(1.0, 3 * min(cells)))
+    two = 2 * stats.binom.sf(61, 80, 0.625)
+    assert math.isclose(row_pvalue([62, 18, 0], [0.5, 0.3, 0.0]), two)
+
+
+def _valid_by_enumeration(outcomes: list[tuple[float, float]]) -> None:
+    """Every attained p-value v: P(p <= v) <= v, the probability summed over every outcome exactly."""
+    attained = sorted((p, q) for p, q in outcomes if not math.isnan(p))
+    below = 0.0
+    for i, (p, q) in enumerate(attained):
+        below += q
+        if i + 1 == len(attained) or attained[i + 1][0] > p:
+            assert below <= p * (1 + 1e-9) + 1e-15, (p, below)
+
+
+@given(n=st.integers(1, 24), weights=st.lists(st.integers(0, 9), min_size=3, max_size=4))
+@settings(max_examples=30, deadline=None)
+def test_the_row_test_is_valid_by_enumeration(n, weights):
+    """Every outcome of a row of n records through a matrix row (zero cells among them): the row's
+    p-value is at most t with probability at most t, for every t it attains. A minimum count is not
+    needed: small rows are where an approximation's tails fail."""
+    from itertools import product
+    if sum(w > 0 for w in weights) < 2:
+        weights = [1, 1, *weights[2:]]
+    prob = np.array(weights, dtype=float) / sum(weights)
+    reach = np.flatnonzero(prob > 0)
+    outcomes = []
+    for head in product(range(n + 1), repeat=reach.size - 1):
+        if sum(head) <= n:
+            x = np.zeros(prob.size, dtype=int)
+            x[reach] = [*head, n - sum(head)]
+            outcomes.append((row_pvalue(x, prob), float(stats.multinomial.pmf(x[reach], n, prob[reach]))))
+    assert math.isclose(sum(q for _, q in outcomes), 1.0)
+    _valid_by_enumeration(outcomes)
+
+
+def test_the_shuffled_test_is_valid_by_enumeration():
+    """Every outcome of three small categories released through a matrix with a zero cell, the released
+    counts summed over the records' multinomials: the margin test's p-value is valid at every level."""
+    from itertools import product
+
+    from pramkit.audit.stats import margin_pvalue
+    m = np.array([[0.6, 0.3, 0.1], [0.2, 0.8, 0.0], [0.05, 0.15, 0.8]])
+    for n in ([5, 3, 4], [9, 0, 2], [1, 6, 6]):
+        law: dict[tuple[int, ...], float] = {(0, 0, 0): 1.0}
+        for k, nk in enumerate(n):
+            step: dict[tuple[int, ...], float] = {}
+            for x in product(range(nk + 1), repeat=3):
+                if sum(x) == nk and (q := float(stats.multinomial.pmf(x, nk, m[k]))) > 0:
+                    for r, p in law.items():
+                        key = tuple(a + b for a, b in zip(r, x))
+                        step[key] = step.get(key, 0.0) + p * q
+            law = step
+        assert math.isclose(sum(law.values()), 1.0)
+        _valid_by_enumeration([(margin_pvalue(n, m, r), q) for r, q in law.items()])
 
 
 @pytest.mark.slow

@@ -371,11 +371,17 @@ def test_a_total_is_proved_exactly(eps, shift):
     assert check.field == "record_epsilon" and check.passed == (shift > 0)
 
 
-def test_the_shuffled_test_is_pearsons_on_one_row():
+def test_the_shuffled_test_on_one_row_is_hoeffdings_bound():
+    """With one original category each released count is binomial, and Chernoff's bound at its minimum
+    is exp(-n KL(x/n, p)) (Hoeffding 1963): three categories, twice the bound, times three."""
+    from scipy.special import rel_entr
     m = np.array([[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]])
-    released = np.array([70, 35, 15])
-    pearson = stats.chisquare(released, 120 * m[0]).pvalue
-    assert margin_pvalue([120, 0, 0], m, released) == pytest.approx(pearson, rel=1e-9)
+    released = np.array([90, 20, 10])
+    share = released / 120
+    kl = rel_entr(share, m[0]) + rel_entr(1 - share, 1 - m[0])
+    assert margin_pvalue([120, 0, 0], m, released) == pytest.approx(min(1.0, 3 * 2 * np.exp(-120 * kl).min()), rel=1e-9)
+    exact = [2 * min(stats.binom.cdf(x, 120, p), stats.binom.sf(x - 1, 120, p)) for x, p in zip(released, m[0])]
+    assert 1e-3 < 3 * min(exact) < margin_pvalue([120, 0, 0], m, released) < 0.05  # a bound: above the exact tails
 
 
 @pytest.mark.slow

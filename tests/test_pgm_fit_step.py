@@ -207,7 +207,7 @@ def test_a_marginal_whose_product_underflows_keeps_its_rules() -> None:
                             project=lambda r: pytest.fail("mbi's inference reads no mask"))
     mask = np.ones((size, size), dtype=bool)
     mask[0, 2] = mask[2, 1] = False  # the rule: (a, d) never (0, 2) nor (2, 1)
-    factors = _Factors(model, [(("a", "d"), mask)], names, total=1000.0)
+    factors = _Factors(model, [(("a", "d"), mask)], total=1000.0)
     got = factors.marginal(("d", "a"))
     joint = np.zeros((size,) * 4)
     for cl, v in zip(cliques, logs):

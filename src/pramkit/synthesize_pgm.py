@@ -693,8 +693,7 @@ class _Factors:
 
     fitted = True
 
-    def __init__(self, model: Any, masks: Sequence[tuple[tuple[str, ...], np.ndarray]], names: Sequence[str],
-                 total: float) -> None:
+    def __init__(self, model: Any, masks: Sequence[tuple[tuple[str, ...], np.ndarray]], total: float) -> None:
         self.items: list[tuple[tuple[str, ...], np.ndarray]] = []
         for cl in model.potentials.cliques:
             v = np.asarray(model.potentials[cl].values, dtype=float)
@@ -1242,8 +1241,7 @@ class _Rounds:
 
     def factors(self) -> _Factors:
         if self._factors is None:
-            self._factors = _Factors(self.model, self.masks, self.data.names,
-                                     self.n if self.n is not None else self.total())
+            self._factors = _Factors(self.model, self.masks, self.n if self.n is not None else self.total())
         return self._factors
 
     def model_marginal(self, r: tuple[str, ...]) -> np.ndarray:

@@ -23,7 +23,7 @@ from pramkit.labels import joint_cell
 from pramkit.manifest import Manifest, PerturbedVariable
 
 #: Default family-wise error rate of the goodness-of-fit tests of one release audit.
-ALPHA = 1e-3
+ALPHA = 1e-6
 #: Largest variable whose transition table is tested (S x S counts).
 TABLE_CATEGORIES = 3000
 #: Row numbers listed at most per finding.

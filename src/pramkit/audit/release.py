@@ -6,11 +6,11 @@ original -> released and checks it against the matrix:
 * a move into a zero cell of M is impossible; each is reported with its rows and named by what it
   breaks (a kept code entered or left, another impossible transition); a released combination
   that is no cell of the matrix (outside its stratum, or forbidden by an edit rule) likewise;
-* each row k of the table is tested against ``n_k M[k, .]`` (Pearson's chi-square,
+* each row k of the table is tested against ``n_k M[k, .]`` (each cell by the exact binomial test,
   :func:`pramkit.audit.stats.row_pvalue`); the tests of every row of every variable are one
-  family, controlled by Holm's step-down procedure at family-wise level ``alpha``
+  family, controlled by Holm's step-down procedure at family-wise level ``alpha``, 1e-6 by default
   (:func:`pramkit.audit.stats.holm`): when the engine realises M, the chance that any row is
-  flagged is at most ``alpha`` (up to the chi-square approximation, cells pooled to an expected 5);
+  flagged is at most ``alpha``, exactly (no approximation, however few the records);
 * missing values stay missing; records that break an edit rule are released as they are;
   household members (``unit``) share their released values, and a household is one draw (the
   test counts households, not members);

@@ -1,13 +1,20 @@
-"""The statistics of the audits: Clopper-Pearson intervals, Holm's step-down control and a
-goodness-of-fit test of one row of a transition table.
+"""The statistics of the audits: Clopper-Pearson intervals, Holm's step-down control and the
+goodness-of-fit tests of a release, exact at every level.
 
 * :func:`clopper_pearson` -- the exact binomial interval (Clopper and Pearson 1934) from beta
   quantiles; the engine audit's empirical epsilon rests on it (Arcolezi and Gambs, LDP-Auditor,
   PETS 2024, section 4).
 * :func:`holm` -- Holm's (1979) step-down procedure: the family-wise error rate of all the
   goodness-of-fit tests of a release audit (every row of every variable) is at most ``alpha``.
-* :func:`row_pvalue` -- Pearson's chi-square test of observed released counts against
-  ``n_k M[k, .]``, pooling the cells whose expected count is below :data:`MIN_EXPECTED`.
+* :func:`row_pvalue` -- one row of a transition table against ``n_k M[k, .]``: each cell's count
+  by the exact binomial test, the row's cells by Bonferroni.
+* :func:`margin_pvalue` -- the released counts of a shuffled release against their law, a sum of
+  independent binomials per category: each category by Chernoff's bound, the categories by
+  Bonferroni.
+
+Both p-values are valid, not approximate: under the matrix, ``P(p <= t) <= t`` for every ``t``, however
+few the records and however small the level.  A chi-square approximation is not (its tails far
+below 0.001 are off by orders of magnitude when cells are small), and the audit's level is 1e-6.
 """
 
 from __future__ import annotations
@@ -17,9 +24,6 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
-
-#: Cells of a row whose expected count is below this are pooled into one before the chi-square test.
-MIN_EXPECTED = 5.0
 
 
 def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, float]:
@@ -95,12 +99,24 @@ def holm(pvalues: ArrayLike, alpha: float) -> np.ndarray:
     return out
 
 
-def row_pvalue(observed: ArrayLike, probabilities: ArrayLike) -> float:
-    """Pearson's chi-square p-value of one row of a transition table against its matrix row.
+def _bonferroni(pvalues: np.ndarray) -> float:
+    """The smallest of the cells' p-values times their number, capped at 1; NaN under two cells.
 
-    Only the cells the row can reach (positive probability) are tested: a count in a zero cell
-    is an impossible transition, reported apart.  Cells expected below :data:`MIN_EXPECTED` are
-    pooled into one cell (with the others when that pool is itself too small).
+    Two cells are one test (their counts sum to the constant total), so they count once.
+    """
+    if pvalues.size < 2:
+        return math.nan
+    return float(min(1.0, pvalues.min() * (1 if pvalues.size == 2 else pvalues.size)))
+
+
+def row_pvalue(observed: ArrayLike, probabilities: ArrayLike) -> float:
+    """An exact p-value of one row of a transition table against its matrix row.
+
+    Only the cells the row can reach (positive probability) are tested: a count in a zero cell is an
+    impossible transition, reported apart.  With ``n`` records in the row, the count of cell j is
+    Binomial(n, M[k, j]) under the matrix; its two-sided p-value is twice the smaller tail (exact:
+    :func:`scipy.special.bdtr`, which :mod:`scipy.stats` calls too), and the row's is the smallest of them times the number of cells
+    (Bonferroni; two cells are one test).  So ``P(p <= t) <= t`` exactly, with no minimum count.
 
     Parameters
     ----------
@@ -112,45 +128,67 @@ def row_pvalue(observed: ArrayLike, probabilities: ArrayLike) -> float:
     Returns
     -------
     float
-        The p-value; NaN when fewer than two cells are left to test.
+        The p-value; NaN when the row has no record or reaches fewer than two cells.
 
     Examples
     --------
-    >>> round(row_pvalue([50, 50], [0.5, 0.5]), 6), round(row_pvalue([70, 30], [0.5, 0.5]), 6)
-    (1.0, 6.3e-05)
-    >>> row_pvalue([3, 1], [0.5, 0.5])   # too few records: no test
-    nan
+    70 heads of 100 fair coins: twice the upper tail of Binomial(100, 1/2):
+
+    >>> from scipy import stats
+    >>> bool(np.isclose(row_pvalue([70, 30], [0.5, 0.5]), 2 * stats.binom.sf(69, 100, 0.5)))
+    True
+    >>> row_pvalue([50, 50], [0.5, 0.5]), row_pvalue([3, 1], [1.0, 0.0])   # no evidence; one cell: no test
+    (1.0, nan)
     """
     obs = np.asarray(observed, dtype=float)
     prob = np.asarray(probabilities, dtype=float)
     reach = prob > 0
     obs, prob = obs[reach], prob[reach] / prob[reach].sum()
-    expected = obs.sum() * prob
-    small = expected < MIN_EXPECTED
-    if small.any():
-        pooled_obs, pooled_exp = obs[small].sum(), expected[small].sum()
-        obs, expected = obs[~small], expected[~small]
-        if pooled_exp >= MIN_EXPECTED or obs.size == 0:
-            obs, expected = np.append(obs, pooled_obs), np.append(expected, pooled_exp)
-        elif obs.size:
-            smallest = int(np.argmin(expected))
-            obs[smallest] += pooled_obs
-            expected[smallest] += pooled_exp
-    if obs.size < 2 or expected.min() < MIN_EXPECTED:
+    n = obs.sum()
+    if n == 0:
         return math.nan
-    statistic = float(((obs - expected) ** 2 / expected).sum())
-    return float(special.chdtrc(obs.size - 1, statistic))
+    upper = np.where(obs > 0, special.bdtrc(np.maximum(obs - 1, 0), n, prob), 1.0)   # P(X >= x)
+    tails = np.minimum(special.bdtr(obs, n, prob), upper)
+    return _bonferroni(np.minimum(1.0, 2 * tails))
+
+
+def _chernoff_log(counts: np.ndarray, p: np.ndarray, released: np.ndarray) -> np.ndarray:
+    """Chernoff's bound, in logs, on the tail beyond ``released`` of each column's sum of binomials.
+
+    Column j's count is a sum over k of independent Binomial(n_k, p[k, j]); for every ``s > 0``,
+    ``P(X >= r) <= E[s^X] / s^r`` when ``s >= 1`` and ``P(X <= r) <= E[s^X] / s^r`` when ``s <= 1``.
+    The bound holds at any ``s`` on the tail's side, so the minimising ``s`` is found by bisection (on
+    log s, in [-60, 60], where the derivative of the exponent changes sign) and an inexact minimum only
+    loosens it.
+    """
+    def exponent(log_s: np.ndarray) -> np.ndarray:
+        s = np.exp(log_s)
+        return counts @ np.log1p(p * (s - 1)) - log_s * released
+
+    def slope(log_s: np.ndarray) -> np.ndarray:     # d exponent / d log s: the tilted mean less r
+        s = np.exp(log_s)
+        return counts @ (p * s / (1 + p * (s - 1))) - released
+
+    lo, hi = np.full(released.shape, -60.0), np.full(released.shape, 60.0)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        up = slope(mid) > 0
+        hi, lo = np.where(up, mid, hi), np.where(up, lo, mid)
+    mean = counts @ p
+    log_s = np.where(released > mean, lo, hi)     # the side of 0 the tail is on: s >= 1 above the mean
+    log_s = np.where(released > mean, np.maximum(log_s, 0.0), np.minimum(log_s, 0.0))
+    return np.minimum(exponent(log_s), 0.0)
 
 
 def margin_pvalue(original: ArrayLike, matrix: ArrayLike, released: ArrayLike) -> float:
-    """A goodness-of-fit p-value of the released counts of a variable whose rows were shuffled.
+    """A valid p-value of the released counts of a variable whose rows were shuffled.
 
     With ``n_k`` records of original category k released independently through row k of M, the
-    released counts ``R`` are a sum of independent multinomials: mean ``mu = M^T n``, covariance
-    ``Sigma = diag(mu) - M^T diag(n) M``.  The statistic ``(R - mu)^T Sigma^+ (R - mu)`` is
-    chi-square with ``rank(Sigma)`` degrees of freedom in the limit (a Wald test).  Released
-    categories expected below :data:`MIN_EXPECTED` are pooled into one, as in :func:`row_pvalue`;
-    a released count where nothing is expected is an impossible transition, reported apart.
+    released count of category j is a sum of independent Binomial(n_k, M[k, j]).  Each category's
+    two-sided p-value is twice Chernoff's bound on the tail it lies in (the bound at its minimum over
+    the tilt, a valid p-value at any level), and the variable's is the smallest of them times the
+    number of categories reached (Bonferroni; two are one test).  A released count where nothing is
+    expected is an impossible transition, reported apart.
 
     Parameters
     ----------
@@ -164,41 +202,25 @@ def margin_pvalue(original: ArrayLike, matrix: ArrayLike, released: ArrayLike) -
     Returns
     -------
     float
-        The p-value; NaN when fewer than two pooled categories are left.
+        The p-value; NaN when fewer than two categories can be reached.
 
     Examples
     --------
-    With every record in one category the test is Pearson's on that row (:func:`row_pvalue`):
+    With every record in one category, Chernoff's bound on a binomial tail is ``exp(-n KL)``, the
+    Kullback-Leibler divergence of the observed share from M's (Hoeffding 1963):
 
+    >>> from scipy.special import rel_entr
     >>> m = np.array([[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]])
-    >>> bool(np.isclose(margin_pvalue([100, 0, 0], m, [41, 37, 22]), row_pvalue([41, 37, 22], m[0])))
+    >>> kl = lambda x, p: rel_entr(x, p) + rel_entr(1 - x, 1 - p)
+    >>> bound = min(np.exp(-100 * kl(x / 100, p)) for x, p in zip([41, 37, 22], m[0]))
+    >>> bool(np.isclose(margin_pvalue([100, 0, 0], m, [41, 37, 22]), min(1.0, 3 * 2 * bound)))
     True
     """
     n = np.asarray(original, dtype=float)
     m = np.asarray(matrix, dtype=float)
     r = np.asarray(released, dtype=float)
-    mu = m.T @ n
-    reach = mu > 0
-    m, r, mu = m[:, reach], r[reach], mu[reach]
-    small = mu < MIN_EXPECTED
-    if small.any():
-        pooled = m[:, small].sum(axis=1, keepdims=True)
-        m = np.hstack([m[:, ~small], pooled])
-        r = np.append(r[~small], r[small].sum())
-        mu = np.append(mu[~small], mu[small].sum())
-        if mu[-1] < MIN_EXPECTED and mu.size > 1:  # the pool is still too small: into the smallest other
-            target = int(np.argmin(mu[:-1]))
-            m[:, target] += m[:, -1]
-            r[target] += r[-1]
-            mu[target] += mu[-1]
-            m, r, mu = m[:, :-1], r[:-1], mu[:-1]
-    if mu.size < 2:
+    reach = m.T @ n > 0
+    if np.count_nonzero(reach) < 2:
         return math.nan
-    sigma = np.diag(mu) - m.T @ (n[:, None] * m)
-    values, vectors = np.linalg.eigh(sigma)
-    keep = values > 1e-9 * values.max()
-    if not keep.any():
-        return math.nan
-    z = vectors[:, keep].T @ (r - mu)
-    statistic = float(np.sum(z * z / values[keep]))
-    return float(special.chdtrc(int(keep.sum()), statistic))
+    bound = np.exp(_chernoff_log(n, m[:, reach], r[reach]))
+    return _bonferroni(np.minimum(1.0, 2 * bound))
