@@ -14,6 +14,11 @@ from typing import Any
 import pytest
 
 from pramkit.kernel.rng import SecretKey
+from pramkit.synthesize_pgm import _cpu_codegen
+
+# XLA's CPU code generation chosen before any test starts JAX, as a fresh command chooses it
+# (pramkit.synthesize_pgm.CPU_CODEGEN): a release must not depend on which test ran first in a process.
+_cpu_codegen()
 
 #: Real microdata files shipped beside the project (absent in a user's clone).
 SDC_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro"

@@ -152,8 +152,9 @@ def test_the_carried_marginals_give_mbis_own_iterates(problem):
 
 
 def test_the_cpu_code_generation_flag_is_set_before_jax_starts_only(tmp_path):
-    """A fresh process gets :data:`CPU_CODEGEN`'s flag (on the jaxlib it was measured on); one where JAX has
-    started, or whose user set the flag, keeps its own."""
+    """A fresh process gets :data:`CPU_CODEGEN`'s flag (on the jaxlib it was measured on), and so does one that
+    imported JAX without computing; one whose JAX backend started first keeps its flags and is warned that its
+    release is not the fresh process's; a user's own setting is kept."""
     import subprocess
     import sys
     from importlib import metadata
@@ -165,16 +166,18 @@ def test_the_cpu_code_generation_flag_is_set_before_jax_starts_only(tmp_path):
             "print(os.environ.get('XLA_FLAGS', ''))")
     env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
 
-    def flags(pre: str, **extra: str) -> str:
+    def run(pre: str, **extra: str) -> tuple[str, str]:
         out = subprocess.run([sys.executable, "-c", code.format(pre=pre)], capture_output=True, text=True,
                              env={**env, **extra}, check=True)
-        return out.stdout.strip()
+        return out.stdout.strip(), out.stderr
 
     measured = any(metadata.version("jaxlib").startswith(t) for t in tested)
-    assert (flag in flags("")) == measured
-    assert flags("import jax") == ""
+    assert (flag in run("")[0]) == measured
+    assert (flag in run("import jax, jax.numpy")[0]) == measured       # imported, not started: XLA reads it later
+    started, warned = run("import jax.numpy as jnp\njnp.ones(2).block_until_ready()")
+    assert started == "" and ("not the file a fresh process draws" in warned) == measured
     mine = flag.replace("false", "true")
-    assert flags("", XLA_FLAGS=mine) == mine
+    assert run("", XLA_FLAGS=mine)[0] == mine
 
 
 def test_a_marginal_whose_product_underflows_keeps_its_rules() -> None:

@@ -64,6 +64,25 @@ def release(tmp_path_factory) -> dict[str, Any]:
     return {"dir": d, "paths": paths, "manifests": {k: _manifest(p) for k, p in paths.items()}}
 
 
+def test_jax_imported_first_draws_the_same_file(release):
+    """A process that imported JAX (without computing) before the command draws the file a fresh one draws from
+    the same key: XLA reads its flags when its backend starts, and pramkit's choice of CPU emitters is made
+    before (they round otherwise, which would draw another file)."""
+    import os
+    import subprocess
+    import sys
+
+    d = release["dir"]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    code = ("import sys, jax, jax.numpy\nfrom pramkit.cli import main\nsys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", code, "synthesize", str(d / "o.csv"), "--vars", ",".join(VARS),
+                           "--public", "", "--epsilon", EPSILON, "--model", "pgm", "--rounds", "16",
+                           "--out", str(d / "jax-first.csv"), "--key-file", str(d / "k.key"), "--quiet"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and "fresh process" not in done.stderr, done.stderr
+    assert (d / "jax-first.csv").read_bytes() == release["paths"]["default"].read_bytes()
+
+
 def _counted_rounds(raw: dict[str, Any]) -> tuple[int, int]:
     """The nominal rounds T counted back from the stated epsilons: each 1-way table takes 9/10 of a round's
     epsilon (budget / T), and the first round (never annealed before it) takes the whole of one."""

@@ -415,13 +415,39 @@ def _quiet_jax() -> Iterator[None]:
 #: XLA's CPU code generation for fused operations: the older emitters, which compile a round's fit in about
 #: three quarters of the time and run it faster (NIST's demographic features: a release in 46 s instead of
 #: 65 s).  Set only for the jaxlib releases it was measured on (an XLA that does not know a flag stops the
-#: process), only before JAX starts, and never over the user's own setting of it.
+#: process), only before JAX's backend starts (XLA reads its flags then), and never over the user's own
+#: setting of it.  The emitters round differently, so they draw another file from the same key.
 CPU_CODEGEN = ("--xla_cpu_use_fusion_emitters=false", ("0.10",))
 
 
+def _jax_started() -> bool:
+    """Whether JAX's backend has started, so that XLA has read its flags: JAX imported is not enough.
+
+    Examples
+    --------
+    >>> import sys
+    >>> _jax_started() if "jax" not in sys.modules else False
+    False
+    """
+    import sys
+
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):  # another JAX: imported is taken for started
+        return True
+
+
 def _cpu_codegen(environ: Any = None) -> bool:
-    """Add :data:`CPU_CODEGEN`'s flag to ``XLA_FLAGS`` (``environ``, default the process's) when JAX has not
-    started and the installed jaxlib is one it was measured on; True when added.
+    """Add :data:`CPU_CODEGEN`'s flag to ``XLA_FLAGS`` (``environ``, default the process's) when JAX's backend
+    has not started and the installed jaxlib is one it was measured on; True when added.
+
+    When the backend has started without the flag (something in the process computed with JAX first), a
+    :class:`~pramkit.errors.PramkitWarning` says that this release is not the file a fresh process draws
+    from the same key, and how to make it so.
 
     Examples
     --------
@@ -430,19 +456,26 @@ def _cpu_codegen(environ: Any = None) -> bool:
     (False, '--xla_cpu_use_fusion_emitters=true')
     """
     import os
-    import sys
     from importlib import metadata
 
     environ = os.environ if environ is None else environ
     flag, tested = CPU_CODEGEN
     current = environ.get("XLA_FLAGS", "")
-    if flag.split("=")[0] in current or "jax" in sys.modules:
+    if flag.split("=")[0] in current:
         return False
     try:
         version = metadata.version("jaxlib")
     except metadata.PackageNotFoundError:
         return False
     if not any(version == t or version.startswith(t + ".") for t in tested):
+        return False
+    if _jax_started():
+        from pramkit.errors import PramkitWarning
+
+        warnings.warn(f"JAX started before pramkit could set XLA_FLAGS={flag}: XLA's newer CPU emitters round "
+                      "otherwise, so this release is not the file a fresh process draws from the same key. Set "
+                      "that flag before JAX starts (or start pramkit first) to draw it", PramkitWarning,
+                      stacklevel=3)
         return False
     environ["XLA_FLAGS"] = f"{current} {flag}".strip()
     return True
