@@ -144,11 +144,12 @@ def row_pvalue(observed: ArrayLike, probabilities: ArrayLike) -> float:
     prob = np.asarray(probabilities, dtype=float)
     reach = prob > 0
     obs, prob = obs[reach], prob[reach] / prob[reach].sum()
-    n = obs.sum()
+    counts = np.rint(obs).astype(np.int64)       # scipy's binomial tails take whole counts
+    n = int(counts.sum())
     if n == 0:
         return math.nan
-    upper = np.where(obs > 0, special.bdtrc(np.maximum(obs - 1, 0), n, prob), 1.0)   # P(X >= x)
-    tails = np.minimum(special.bdtr(obs, n, prob), upper)
+    upper = np.where(counts > 0, special.bdtrc(np.maximum(counts - 1, 0), n, prob), 1.0)   # P(X >= x)
+    tails = np.minimum(special.bdtr(counts, n, prob), upper)
     return _bonferroni(np.minimum(1.0, 2 * tails))
 
 
