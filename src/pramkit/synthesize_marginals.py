@@ -70,9 +70,7 @@ class Calibrated:
                         messages[i, j] = self._message(psi, messages, i, j)
         beliefs = []
         for i, k in enumerate(self.nodes):
-            b = psi[i]
-            for j in self.adjacent[i]:
-                b = b * _aligned(messages[j, i], _shared(self.nodes[j], k), k)
+            b = self._incoming(psi, messages, i)
             total = b.sum()
             if not (np.isfinite(total) and total > 0):
                 raise FloatingPointError(f"the factors of {k} give no distribution")
@@ -101,14 +99,21 @@ class Calibrated:
         """Clique ``i``'s message to ``j``: its factors times the messages of its other neighbours, summed onto
         their separator, scaled to sum to 1."""
         k = self.nodes[i]
-        b = psi[i]
-        for m in self.adjacent[i]:
-            if m != j:
-                b = b * _aligned(messages[m, i], _shared(self.nodes[m], k), k)
+        b = self._incoming(psi, messages, i, j)
         sep = _shared(k, self.nodes[j])
         out = b.sum(axis=tuple(a for a, v in enumerate(k) if v not in sep))
         s = out.sum()
         return out / s if s > 0 else out
+
+    def _incoming(self, psi: list[np.ndarray], messages: Mapping[tuple[int, int], np.ndarray], i: int,
+                  skip: int | None = None) -> np.ndarray:
+        """Clique ``i``'s factors times the messages of its neighbours (but ``skip``'s)."""
+        k = self.nodes[i]
+        b = psi[i]
+        for m in self.adjacent[i]:
+            if m != skip:
+                b = b * _aligned(messages[m, i], _shared(self.nodes[m], k), k)
+        return b
 
     def marginal(self, r: Sequence[str]) -> np.ndarray:
         """The probability table of the variables ``r`` (axes in ``r``'s order)."""

@@ -790,7 +790,7 @@ class _Factors:
         return self._to_total(np.clip(out.transpose([kept.index(a) for a in r]), 0.0, None))
 
 
-def _model_cells(mbi: Any, domain: Any, cliques: Sequence[tuple[str, ...]]) -> int:
+def _model_cells(domain: Any, cliques: Sequence[tuple[str, ...]]) -> int:
     """The cells of mbi's junction tree of ``cliques`` (its maximal cliques' cells, added up), counted on sets
     (:func:`pramkit.synthesize_marginals.tree_cells`; each variable's own clique, which every model has, added)."""
     return tree_cells(dict(zip(domain.attributes, domain.shape)), [(v,) for v in domain.attributes] + list(cliques))
@@ -976,7 +976,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     if round_iters is None:
         round_iters = ROUND_ITERS if delta is None else ZCDP_ROUND_ITERS
     with _quiet_jax():
-        base = _model_cells(mbi, mbi.Domain(names, sizes), [(v,) for v in names] + [cl for cl, _ in masks])
+        base = _model_cells(mbi.Domain(names, sizes), [(v,) for v in names] + [cl for cl, _ in masks])
         if base > max_cells:
             raise ParameterError(f"the rules alone make a model of {base:,} cells, more than max_cells = "
                                  f"{max_cells:,}: raise max_cells or recode to fewer categories")
@@ -989,7 +989,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                                float(compress), jointly, bins_of)
         state = _compressed_rounds(mbi, comp, data, cats, masks, key, n)
         domain, sizes_c = state.domain, state.data.sizes
-        base = _model_cells(mbi, domain, [(v,) for v in names] + [cl for cl, _ in state.masks])
+        base = _model_cells(domain, [(v,) for v in names] + [cl for cl, _ in state.masks])
         for t in first:
             state.add(t)
         state.fit(round_iters)
@@ -1009,7 +1009,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     _check_rules_kept(masks, names, drawn)
     if rows > draws:
         drawn = shared_draws(drawn, rows, share, draw_key)
-    return PgmFit(drawn, state.measurements, state.selections, _model_cells(mbi, domain, state.cliques()),
+    return PgmFit(drawn, state.measurements, state.selections, _model_cells(domain, state.cliques()),
                   [tuple(c) for c in state.measured], rounds, None if n is not None else state.total(), comp,
                   rows - draws, balanced)
 
@@ -1290,7 +1290,7 @@ class _Rounds:
         if len(r) == 1 or any(set(r) <= set(c) for c in cl):
             return True
         if r not in self._cells:
-            self._cells[r] = _model_cells(self.mbi, self.domain, [*cl, r])
+            self._cells[r] = _model_cells(self.domain, [*cl, r])
         return self._cells[r] <= limit
 
 
