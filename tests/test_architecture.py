@@ -72,8 +72,8 @@ def test_the_workflow_is_where_the_check_looks() -> None:
             "registry.py", "design.py"} <= names
 
 
-#: The largest complexity allowed of any function or method of the package.
-PACKAGE_LIMIT = 30
+#: The largest complexity allowed of any function or method of the package: under 30.
+PACKAGE_LIMIT = 29
 #: The functions of the package allowed above :data:`PACKAGE_LIMIT`, each with its reason, named
 #: ``"path/in/the/package.py:qualified.name"`` (the list only shrinks: a name no longer above the limit fails).
 COMPLEXITY_EXCEPTIONS: dict[str, str] = {}
@@ -105,13 +105,13 @@ def test_each_complexity_exception_still_exists_and_is_still_above_the_package_l
 
 
 def test_the_package_limit_sees_a_method_above_it(tmp_path: Path) -> None:
-    """The check can fail: a method of 30 branches measures 31, above the limit; one of 29 measures 30."""
-    for branches, expected in ((30, 31), (29, 30)):
+    """The check can fail: a method of 29 branches measures 30, above the limit; one of 28 measures 29."""
+    for branches, expected in ((29, 30), (28, 29)):
         body = "\n".join(f"        if x == {i}:\n            return {i}" for i in range(branches))
         path = tmp_path / f"c{branches}.py"
         path.write_text(f"class C:\n    def f(self, x):\n{body}\n        return -1\n", encoding="utf-8")
         assert dict(_functions(path))["C.f"] == expected
-        assert (expected > PACKAGE_LIMIT) == (branches == 30)
+        assert (expected > PACKAGE_LIMIT) == (branches == 29)
 
 
 def _modules() -> dict[str, Path]:

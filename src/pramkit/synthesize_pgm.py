@@ -866,6 +866,29 @@ def _select(scores: np.ndarray, eps: float, sensitivity: float, key: SecretKey, 
     return int(min(np.searchsorted(cdf, u * cdf[-1], side="right"), len(scores) - 1))
 
 
+def _checked_sizes(names: Sequence[str], cats: Mapping[str, Sequence[Any]], max_cells: int) -> list[int]:
+    """Each variable's number of categories, or a one-line error: more than :data:`MAX_VARIABLES` variables, or
+    a variable of more categories than ``max_cells``.
+
+    Examples
+    --------
+    >>> _checked_sizes(["a"], {"a": [0, 1, 2]}, 10)
+    [3]
+    >>> _checked_sizes(["a"], {"a": range(20)}, 10)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: a has 20 categories, more than max_cells = 10: raise max_cells or recode it to fewer categories
+    """
+    sizes = [len(cats[v]) for v in names]
+    if len(names) > MAX_VARIABLES:
+        raise ParameterError(f"the model pgm takes at most {MAX_VARIABLES} variables, got {len(names)}")
+    too_big = [v for v, s in zip(names, sizes) if s > max_cells]
+    if too_big:
+        raise ParameterError(f"{too_big[0]} has {len(cats[too_big[0]]):,} categories, more than max_cells = "
+                             f"{max_cells:,}: raise max_cells or recode it to fewer categories")
+    return sizes
+
+
 def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str, Sequence[Any]], *,
                  epsilon: float, key: SecretKey, draw_key: SecretKey, rules: Any = None,
                  max_cells: int = MAX_CELLS, neighbours: str = "replace-one",
@@ -953,13 +976,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
 
     mbi = import_mbi()
     names = list(variables)
-    sizes = [len(cats[v]) for v in names]
-    if len(names) > MAX_VARIABLES:
-        raise ParameterError(f"the model pgm takes at most {MAX_VARIABLES} variables, got {len(names)}")
-    too_big = [v for v, s in zip(names, sizes) if s > max_cells]
-    if too_big:
-        raise ParameterError(f"{too_big[0]} has {len(cats[too_big[0]]):,} categories, more than max_cells = "
-                             f"{max_cells:,}: raise max_cells or recode it to fewer categories")
+    sizes = _checked_sizes(names, cats, max_cells)
     neighbours = check_neighbours(neighbours)
     bins_of = binned(check_bins(bins, names), cats)
     masks = rule_masks(rules, names, cats, max_cells)
@@ -1657,13 +1674,7 @@ def check_selection(raw: Mapping[str, Any], at: Sequence[Any], value: Any) -> tu
     if name == "round":
         return value == i, f"round {i}" if value == i else f"stated {value!r}, its place {i}"
     if name == "chosen":
-        ok = isinstance(value, list) and 1 <= len(value) <= 3 and len(set(value)) == len(value) and \
-            all(v in names for v in value)
-        if not ok:
-            return False, f"stated {value!r}: not 1 to 3 distinct synthesized variables"
-        ms = [m.get("axes") for m in raw.get("measurements") or [] if isinstance(m, Mapping)]
-        there = len(names) + i < len(ms) and ms[len(names) + i] == value
-        return there, "the next table measured" if there else "not the table measured after it"
+        return _check_chosen(raw, names, i, value)
     if name == "sensitivity":
         k = table_sensitivity(raw)
         w = weight(names, sel.get("chosen") or [])
@@ -1682,6 +1693,18 @@ def check_selection(raw: Mapping[str, Any], at: Sequence[Any], value: Any) -> tu
         return ok, "its share of the round, the schedule replayed" if ok else \
             f"stated {value!r}, the schedule replayed {expected!r}"
     return False, f"no such field of a selection: {name}"
+
+
+def _check_chosen(raw: Mapping[str, Any], names: Sequence[str], i: int, value: Any) -> tuple[bool, str]:
+    """Selection ``i``'s ``chosen``: 1 to 3 distinct synthesized variables, the axes of the table measured
+    after it (the first tables are the ``names``' 1-way tables)."""
+    ok = isinstance(value, list) and 1 <= len(value) <= 3 and len(set(value)) == len(value) and \
+        all(v in names for v in value)
+    if not ok:
+        return False, f"stated {value!r}: not 1 to 3 distinct synthesized variables"
+    ms = [m.get("axes") for m in raw.get("measurements") or [] if isinstance(m, Mapping)]
+    there = len(names) + i < len(ms) and ms[len(names) + i] == value
+    return there, "the next table measured" if there else "not the table measured after it"
 
 
 def table_rho(sensitivity: int, sigma2: float) -> float:
