@@ -116,7 +116,8 @@ def test_the_chernoff_bound_is_above_the_exact_quantile(level: float) -> None:
 
 def _simulated_shares(original: pd.DataFrame, manifest: pramkit.Manifest, releases: int) -> np.ndarray:
     """Shares of all records that are unique records reproduced exactly, over releases drawn here: each
-    perturbed value from its row of the manifest's matrix, the other key columns as they are."""
+    perturbed value from its row of the manifest's matrix (the first category whose cumulative probability
+    in the record's row exceeds a uniform draw), the other key columns as they are."""
     rng = np.random.default_rng(2024)
     coded = {c: pd.factorize(original[c])[0] for c in FEATURES}
     cats = {c: pd.factorize(original[c])[1] for c in FEATURES}
@@ -127,22 +128,27 @@ def _simulated_shares(original: pd.DataFrame, manifest: pramkit.Manifest, releas
 
     cells = number(coded)
     values, counts = np.unique(cells, return_counts=True)
-    unique = values[counts == 1]
+    unique = pd.Index(values[counts == 1])  # the unique records' cells, looked up by hashing
+    laws = []  # each perturbed variable: every record's row of cumulative probabilities, and the codes back
+    for v in manifest.variables:
+        matrix, order = v.release_matrix.matrix, [str(x) for x in v.release_matrix.categories]
+        position = np.array([order.index(str(x)) for x in cats[v.name]])
+        to_code = {x: i for i, x in enumerate(cats[v.name])}
+        back = np.array([to_code.get(x, -1) for x in order])
+        rows = np.cumsum(matrix[position], axis=1)
+        rows[:, -1] = 1.0  # the last category takes what rounding leaves below the sum
+        laws.append((v.name, rows[coded[v.name]], back))
     shares = np.empty(releases)
     for r in range(releases):
         drawn = dict(coded)
-        for v in manifest.variables:
-            matrix, order = v.release_matrix.matrix, [str(x) for x in v.release_matrix.categories]
-            position = np.array([order.index(str(x)) for x in cats[v.name]])
-            to_code = {x: i for i, x in enumerate(cats[v.name])}
-            back = np.array([to_code.get(x, -1) for x in order])
-            out = np.empty(len(original), dtype=np.intp)
-            for k in range(len(cats[v.name])):
-                rows = np.flatnonzero(coded[v.name] == k)
-                out[rows] = rng.choice(len(order), size=rows.size, p=matrix[position[k]])
+        for name, cumulative, back in laws:
+            out = (cumulative > rng.random(len(original))[:, None]).argmax(axis=1)
             assert (back[out] >= 0).all()  # the categories are the data's (no other value to release)
-            drawn[v.name] = back[out]
-        shares[r] = np.isin(unique, number(drawn)).sum() / len(original)
+            drawn[name] = back[out]
+        at = unique.get_indexer(number(drawn))  # -1: a released record that is no unique record
+        found = np.zeros(unique.size, dtype=bool)
+        found[at[at >= 0]] = True
+        shares[r] = found.sum() / len(original)
     return shares
 
 

@@ -6,9 +6,9 @@ something per record, so each may grow from the small file to the large by a sta
 number of bytes per record (about 1.5 times what was measured).
 
 Holding less changed no output: the code of commit :data:`BEFORE` (built from the repository's history, run
-in a process of its own) and this tree's (run in the test's process: the outputs are compared, not the
-process) write the same files byte for byte, and print the same ``--json`` summary but for its wall time,
-on a census with missing values and on the EU-SILC file.
+in a process of its own, each command in a fork of it) and this tree's (run in the test's process: the
+outputs are compared, not the process) write the same files byte for byte, and print the same ``--json``
+summary but for its wall time, on a census with missing values and on the EU-SILC file.
 """
 
 from __future__ import annotations
@@ -110,10 +110,13 @@ def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str
 
 # ------------------------------------------------------------------ the outputs, the same as before
 
-#: Runs ``pramkit ARGS`` with the code on ``PYTHONPATH``, a manifest's time stamp (``created``, which the swap's
-#: receipt digests) fixed.
+#: Runs each ``pramkit`` command of a JSON list ``[[folder, args], ...]`` (``argv[1]``) with the code on
+#: ``PYTHONPATH``, a manifest's time stamp (``created``, which the swap's receipt digests) fixed: each in a fork
+#: of this one process, which has imported the code once, with ``HOME`` the folder and its stdout and stderr
+#: written there (``stdout``, ``stderr``); prints the exit statuses as a JSON list.
 RUN = textwrap.dedent("""
-    import datetime, sys
+    import datetime, json, os, sys
+    import pandas, pyarrow, pyarrow.csv, pyarrow.parquet  # noqa: F401  (imported once, before the forks)
     import pramkit.manifest
     from pramkit.cli import main
     class Fixed(datetime.datetime):
@@ -121,7 +124,27 @@ RUN = textwrap.dedent("""
         def now(cls, tz=None):
             return datetime.datetime(2020, 1, 1, tzinfo=tz)
     pramkit.manifest.datetime = Fixed
-    sys.exit(main(sys.argv[1:]))
+    codes = []
+    for folder, args in json.loads(sys.argv[1]):
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.environ["HOME"] = folder
+            for fd, name in ((1, "stdout"), (2, "stderr")):
+                os.dup2(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            try:
+                code = main(args)
+            except SystemExit as stop:
+                code = stop.code
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                code = 99
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+        codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    print(json.dumps(codes))
 """)
 
 
@@ -152,17 +175,25 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _run(src: Path, out: Path, args: list[str], data: dict[str, Path]) -> tuple[dict[str, bytes], Any]:
-    """The files ``pramkit ARGS`` writes into a new folder ``out`` with the code in ``src`` (``{out}``, ``{inp}``
-    and ``{silc}`` in ``ARGS`` name the folders), and its ``--json`` summary without its wall time."""
-    out.mkdir()
-    env = {"PYTHONPATH": str(src), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(out.parent)}
-    named = [a.format(out=out, **{k: str(v) for k, v in data.items()}) for a in args]
-    proc = subprocess.run([sys.executable, "-c", RUN, *named], capture_output=True, text=True, env=env, timeout=600)
+def _run_before(src: Path, runs: list[tuple[Path, list[str]]]) -> list[int]:
+    """The exit statuses of ``pramkit ARGS`` run in each ``folder`` of ``runs`` by the code in ``src`` (:data:`RUN`,
+    a process of its own: ``PATH`` is the only variable of this environment it gets)."""
+    env = {"PYTHONPATH": str(src), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    proc = subprocess.run([sys.executable, "-c", RUN, json.dumps([[str(f), a] for f, a in runs])],
+                          capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    summary = json.loads(proc.stdout)
+    return list(json.loads(proc.stdout))
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+def _summary(printed: str) -> Any:
+    """A ``--json`` summary without its wall time."""
+    summary = json.loads(printed)
     summary.pop("seconds")
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}, summary
+    return summary
 
 
 class _Fixed(datetime.datetime):
@@ -187,15 +218,18 @@ def _main_here(args: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def _named(args: list[str], out: Path, data: dict[str, Path]) -> list[str]:
+    """``ARGS`` with ``{out}``, ``{inp}`` and ``{silc}`` replaced by the folders they name."""
+    return [a.format(out=out, **{k: str(v) for k, v in data.items()}) for a in args]
+
+
 def _run_here(out: Path, args: list[str], data: dict[str, Path]) -> tuple[dict[str, bytes], Any]:
-    """:func:`_run` with this tree's code, in this process (:func:`_main_here`)."""
+    """The files ``pramkit ARGS`` writes into a new folder ``out`` with this tree's code, in this process
+    (:func:`_main_here`), and its ``--json`` summary without its wall time."""
     out.mkdir()
-    named = [a.format(out=out, **{k: str(v) for k, v in data.items()}) for a in args]
-    code, printed, err = _main_here(named)
+    code, printed, err = _main_here(_named(args, out, data))
     assert code == 0, err[-2000:]
-    summary = json.loads(printed)
-    summary.pop("seconds")
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}, summary
+    return _files(out), _summary(printed)
 
 
 SWAP_CASES = {
@@ -229,20 +263,50 @@ SYNTHESIZE_CASES = {
 CASES = {**SWAP_CASES, **SYNTHESIZE_CASES}
 
 
+def _case_args(case: str) -> list[str]:
+    return [*CASES[case], "--key-file", "{inp}/k", "--json"]
+
+
+@pytest.fixture(scope="module")
+def before(before_src: Path, inputs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each case of :data:`CASES` (where the shared EU-SILC file is, as their test needs it) and :data:`REFUSED`
+    run by the code of :data:`BEFORE` (:func:`_run_before`), in a folder of its own: a case of ``CASES`` wrote its
+    files into the folder's ``before`` (the summaries name the files: written into ``out``, then renamed, so
+    that this tree's code writes into the same ``out``)."""
+    from conftest import SDC_DATA
+
+    data = {"inp": inputs, "silc": SDC_DATA}
+    base = tmp_path_factory.mktemp("before")
+    cases = [*CASES, *REFUSED] if SDC_DATA.is_dir() else list(REFUSED)
+    folders = {case: base / f"case{i}" for i, case in enumerate(cases)}
+    runs = []
+    for case, folder in folders.items():
+        folder.mkdir()
+        if case in CASES:
+            (folder / "out").mkdir()
+            runs.append((folder, _named(_case_args(case), folder / "out", data)))
+        else:
+            (folder / "data.csv").write_text(REFUSED[case])
+            runs.append((folder, _refused_args(folder)))
+    codes = dict(zip(folders, _run_before(before_src, runs), strict=True))
+    for case in CASES.keys() & folders.keys():
+        assert codes[case] == 0, (case, (folders[case] / "stderr").read_text()[-2000:])
+        (folders[case] / "out").rename(folders[case] / "before")
+    return {"data": data, "folders": folders, "codes": codes}
+
+
+@pytest.mark.xdist_group("test_memory_swap_synthesize.before")  # the module's runs of the code before, made once
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_outputs_are_those_of_the_code_before(before_src: Path, inputs: Path, sdc_data: Path, tmp_path: Path,
-                                                  case: str) -> None:
-    args = [*CASES[case], "--key-file", "{inp}/k", "--json"]
-    data = {"inp": inputs, "silc": sdc_data}
-    before = _run(before_src, tmp_path / "out", args, data)  # the summaries name the files: one folder for both
-    (tmp_path / "out").rename(tmp_path / "before")
-    after = _run_here(tmp_path / "out", args, data)
-    assert list(after[0]) == list(before[0]) and len(after[0]) >= 2
-    for name, content in before[0].items():
+def test_the_outputs_are_those_of_the_code_before(before: dict[str, Any], sdc_data: Path, case: str) -> None:
+    folder = before["folders"][case]
+    before_ = _files(folder / "before"), _summary((folder / "stdout").read_text())
+    after = _run_here(folder / "out", _case_args(case), before["data"])
+    assert list(after[0]) == list(before_[0]) and len(after[0]) >= 2
+    for name, content in before_[0].items():
         same = after[0][name] == content   # outside the assert: pytest would diff two files of MBs, for many minutes
         assert same, f"{case}: {name} differs from the code before"
-    added = {k: after[1].pop(k) for k in SUMMARY_ADDED if k in after[1] and k not in before[1]}
-    assert after[1] == before[1]
+    added = {k: after[1].pop(k) for k in SUMMARY_ADDED if k in after[1] and k not in before_[1]}
+    assert after[1] == before_[1]
     assert all(v is None for v in added.values()), added  # pure epsilon-DP: no delta
 
 
@@ -259,16 +323,17 @@ REFUSED = {
 }
 
 
+def _refused_args(folder: Path) -> list[str]:
+    return ["swap", str(folder / "data.csv"), "--hid", "hid", "--geo", "area", "--similar", "one", "--chunk-rows",
+            "3", "--out", str(folder / "out.csv")]
+
+
+@pytest.mark.xdist_group("test_memory_swap_synthesize.before")
 @pytest.mark.parametrize("case", list(REFUSED))
-def test_the_refusals_are_those_of_the_code_before(before_src: Path, tmp_path: Path, case: str) -> None:
-    data = tmp_path / "data.csv"
-    data.write_text(REFUSED[case])
-    args = ["swap", str(data), "--hid", "hid", "--geo", "area", "--similar", "one", "--chunk-rows", "3", "--out",
-            str(tmp_path / "out.csv")]
-    proc = subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(before_src)}, timeout=600)
-    assert proc.returncode != 0
-    code, _, err = _main_here(args)                                  # this tree's code, in this process
+def test_the_refusals_are_those_of_the_code_before(before: dict[str, Any], case: str) -> None:
+    folder = before["folders"][case]
+    assert before["codes"][case] != 0
+    code, _, err = _main_here(_refused_args(folder))                 # this tree's code, in this process
     assert code != 0
-    lines = [proc.stderr.strip().splitlines()[-1], err.strip().splitlines()[-1]]
+    lines = [(folder / "stderr").read_text().strip().splitlines()[-1], err.strip().splitlines()[-1]]
     assert lines[0] == lines[1] and ("spelled two ways" in lines[1]) == (case == "spelled and moved")

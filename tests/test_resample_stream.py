@@ -1,14 +1,17 @@
 """pramkit resample streams a file in two passes: the same bytes as when it read the file whole.
 
 Checked against the commit before the stream (:data:`BEFORE`, built from the repository's history with
-its own kernel and run in a process of its own): the resampled file and the ``--json`` summary of the
-shared EU-SILC file (missing values) and of the built-in census (missing values, a survey weight), read
-from CSV and Parquet in chunks that split the file unevenly.  Also: the chunk size changes no byte, and
-a write that fails mid-stream leaves no output and the release unchanged.
+its own kernel and run in a process of its own, each command in a fork of it): the resampled file and the
+``--json`` summary of the shared EU-SILC file (missing values) and of the built-in census (missing values, a
+survey weight), read from CSV and Parquet by this tree's code (in the test's process: the outputs are
+compared, not the process) in chunks that split the file unevenly.  Also: the chunk size changes no byte,
+and a write that fails mid-stream leaves no output and the release unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
@@ -31,14 +34,34 @@ REPO = Path(__file__).resolve().parents[1]
 BEFORE = "65f3fef"
 KEY = bytes(range(32))
 
+#: Runs each ``pramkit`` command of a JSON list ``[[folder, args], ...]`` (``argv[1]``) in a fork of one process
+#: that has imported the code once: in ``folder``, its stdout and stderr written beside it (``folder.out``,
+#: ``folder.err``); prints the exit statuses as a JSON list.
 CHILD = textwrap.dedent("""
-    import sys
-    import pramkit.io
-    chunk = int(sys.argv[1])
-    if chunk:
-        pramkit.io.iter_batches.__kwdefaults__["chunk_rows"] = chunk
+    import json, os, sys
+    import pandas, pyarrow, pyarrow.csv, pyarrow.parquet  # noqa: F401  (imported once, before the forks)
     from pramkit.cli import main
-    sys.exit(main(sys.argv[2:]))
+    codes = []
+    for folder, args in json.loads(sys.argv[1]):
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.chdir(folder)
+            for fd, suffix in ((1, ".out"), (2, ".err")):
+                os.dup2(os.open(folder + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            try:
+                code = main(args)
+            except SystemExit as stop:
+                code = stop.code
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                code = 99
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+        codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    print(json.dumps(codes))
 """)
 
 
@@ -88,16 +111,15 @@ def census_weighted(tmp_path_factory) -> dict[str, Path]:
                     categories=CENSUS_VARIABLES)
 
 
-def _resample(src: Path, files: dict[str, Path], fmt: str, out: str, chunk: int, run: Path) -> tuple[bytes, dict]:
-    """The resampled file and the JSON summary (its timing left out) of the code in ``src``, in a process of its
-    own reading in chunks of ``chunk`` rows (``0``: the default)."""
-    run.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(chunk), "resample", str(files[fmt]), "--manifest",
-                           str(files["manifest"]), "--out", out, "--key-file", str(files["key"]), "--json"],
-                          cwd=run, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    summary = json.loads(proc.stdout)
+def _args(files: dict[str, Path], fmt: str, out: str) -> list[str]:
+    """``pramkit resample`` of the release ``files`` read as ``fmt``, written to ``out`` (in the folder it runs in)."""
+    return ["resample", str(files[fmt]), "--manifest", str(files["manifest"]), "--out", out, "--key-file",
+            str(files["key"]), "--json"]
+
+
+def _result(run: Path, out: str, printed: str) -> tuple[bytes, dict]:
+    """The resampled file and the JSON summary (its timing left out) of a run in ``run``."""
+    summary = json.loads(printed)
     summary.pop("seconds")
     return (run / out).read_bytes(), summary
 
@@ -111,15 +133,61 @@ CASES = [
     ("census", "parquet", "s.csv", 1000),
     ("census", "csv", "s.parquet", 0),
 ]
+IDS = ["-".join(map(str, c)) for c in CASES]
+
+
+@pytest.fixture(scope="module")
+def before(request: pytest.FixtureRequest, before_src: Path, census_weighted: dict[str, Path],
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, dict]]:
+    """Each case's resampled file and summary by the code of :data:`BEFORE` (reading at its default chunk size),
+    one command a fork of one process of its own (:data:`CHILD`); the cases of EU-SILC only where the shared
+    file is (their test is skipped elsewhere)."""
+    from conftest import SDC_DATA
+
+    releases = {"census": census_weighted, **({"silc": request.getfixturevalue("silc")} if SDC_DATA.is_dir() else {})}
+    base = tmp_path_factory.mktemp("before")
+    cases = {name: case for name, case in zip(IDS, CASES) if case[0] in releases}
+    runs = {name: base / name for name in cases}
+    for run in runs.values():
+        run.mkdir()
+    plan = [[str(runs[name]), _args(releases[data], fmt, out)] for name, (data, fmt, out, _) in cases.items()]
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(plan)], env={**os.environ, "PYTHONPATH": str(
+        before_src)}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    codes = json.loads(proc.stdout)
+    done = {}
+    for (name, (_, _, out, _)), code in zip(cases.items(), codes, strict=True):
+        run = runs[name]
+        assert code == 0, (name, Path(f"{run}.err").read_text()[-2000:])
+        done[name] = _result(run, out, Path(f"{run}.out").read_text())
+    return done
+
+
+def _resample_here(files: dict[str, Path], fmt: str, out: str, chunk: int, run: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, dict]:
+    """:func:`_result` of ``pramkit resample`` by this tree's code in this process, in the folder ``run``, reading
+    in chunks of ``chunk`` rows (``0``: the default)."""
+    assert Path(pramkit.__file__).resolve().is_relative_to((REPO / "src").resolve())
+    run.mkdir()
+    printed, err = io.StringIO(), io.StringIO()
+    with monkeypatch.context() as mp:
+        mp.chdir(run)
+        if chunk:
+            mp.setitem(pramkit.io.iter_batches.__kwdefaults__, "chunk_rows", chunk)
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(err):
+            code = main(_args(files, fmt, out))
+    assert code == 0, err.getvalue()[-2000:]
+    return _result(run, out, printed.getvalue())
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("data, fmt, out, chunk", CASES, ids=["-".join(map(str, c)) for c in CASES])
-def test_the_same_bytes_as_before(request, before_src: Path, tmp_path: Path, data: str, fmt: str, out: str,
-                                  chunk: int) -> None:
+@pytest.mark.xdist_group("test_resample_stream.before")  # the module's runs of the code before, made once
+@pytest.mark.parametrize("data, fmt, out, chunk", CASES, ids=IDS)
+def test_the_same_bytes_as_before(request, before: dict[str, tuple[bytes, dict]], tmp_path: Path, monkeypatch,
+                                  data: str, fmt: str, out: str, chunk: int) -> None:
     files = request.getfixturevalue({"silc": "silc", "census": "census_weighted"}[data])
-    old = _resample(before_src, files, fmt, out, 0, tmp_path / "before")
-    new = _resample(REPO / "src", files, fmt, out, chunk, tmp_path / "after")
+    old = before["-".join(map(str, (data, fmt, out, chunk)))]
+    new = _resample_here(files, fmt, out, chunk, tmp_path / "after", monkeypatch)
     assert new[1] == old[1]
     same = new[0] == old[0]   # outside the assert: pytest would diff two files of MBs, for many minutes
     assert same, f"the file written differs from the code before ({len(new[0])} bytes, {len(old[0])} before)"
