@@ -18,14 +18,12 @@ import datetime
 import io
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
+from _forked import run_forked
 from test_count_groups import REPO, archived_src
 from test_memory_bounds import CHUNK, LARGE, _peak, shared_census
 
@@ -110,42 +108,17 @@ def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str
 
 # ------------------------------------------------------------------ the outputs, the same as before
 
-#: Runs each ``pramkit`` command of a JSON list ``[[folder, args], ...]`` (``argv[1]``) with the code on
-#: ``PYTHONPATH``, a manifest's time stamp (``created``, which the swap's receipt digests) fixed: each in a fork
-#: of this one process, which has imported the code once, with ``HOME`` the folder and its stdout and stderr
-#: written there (``stdout``, ``stderr``); prints the exit statuses as a JSON list.
-RUN = textwrap.dedent("""
-    import datetime, json, os, sys
-    import pandas, pyarrow, pyarrow.csv, pyarrow.parquet  # noqa: F401  (imported once, before the forks)
-    import pramkit.manifest
-    from pramkit.cli import main
-    class Fixed(datetime.datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return datetime.datetime(2020, 1, 1, tzinfo=tz)
-    pramkit.manifest.datetime = Fixed
-    codes = []
-    for folder, args in json.loads(sys.argv[1]):
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            os.environ["HOME"] = folder
-            for fd, name in ((1, "stdout"), (2, "stderr")):
-                os.dup2(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
-            try:
-                code = main(args)
-            except SystemExit as stop:
-                code = stop.code
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-                code = 99
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code if isinstance(code, int) else 0 if code is None else 1)
-        codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-    print(json.dumps(codes))
-""")
+#: Run once before the commands of the code before (:func:`_forked.run_forked`): a manifest's time stamp
+#: (``created``, which the swap's receipt digests) fixed.
+FIXED_CLOCK = """
+import datetime
+import pramkit.manifest
+class Fixed(datetime.datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return datetime.datetime(2020, 1, 1, tzinfo=tz)
+pramkit.manifest.datetime = Fixed
+"""
 
 
 @pytest.fixture(scope="module")
@@ -176,13 +149,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run_before(src: Path, runs: list[tuple[Path, list[str]]]) -> list[int]:
-    """The exit statuses of ``pramkit ARGS`` run in each ``folder`` of ``runs`` by the code in ``src`` (:data:`RUN`,
-    a process of its own: ``PATH`` is the only variable of this environment it gets)."""
-    env = {"PYTHONPATH": str(src), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    proc = subprocess.run([sys.executable, "-c", RUN, json.dumps([[str(f), a] for f, a in runs])],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return list(json.loads(proc.stdout))
+    """The exit statuses of ``pramkit ARGS`` run in each ``folder`` of ``runs`` by the code in ``src``, the clock
+    fixed (:data:`FIXED_CLOCK`; ``PATH`` is the only variable of this environment it gets)."""
+    return run_forked(src, runs, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, FIXED_CLOCK)
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -197,7 +166,7 @@ def _summary(printed: str) -> Any:
 
 
 class _Fixed(datetime.datetime):
-    """:data:`RUN`'s clock: a manifest's time stamp fixed."""
+    """:data:`FIXED_CLOCK`'s clock: a manifest's time stamp fixed."""
 
     @classmethod
     def now(cls, tz: datetime.tzinfo | None = None) -> datetime.datetime:
@@ -206,7 +175,7 @@ class _Fixed(datetime.datetime):
 
 def _main_here(args: list[str]) -> tuple[int, str, str]:
     """``pramkit ARGS`` with this tree's code (the one this process imports, ``REPO / "src"``) in this process,
-    the time stamp fixed as :data:`RUN` fixes it: its exit status, stdout and stderr."""
+    the time stamp fixed as :data:`FIXED_CLOCK` fixes it: its exit status, stdout and stderr."""
     import pramkit.manifest
     from pramkit.cli import main
 

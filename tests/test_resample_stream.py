@@ -15,15 +15,13 @@ import io
 import json
 import os
 import random
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from _forked import run_forked
 
 import pramkit
 from pramkit.cli import main
@@ -33,36 +31,6 @@ REPO = Path(__file__).resolve().parents[1]
 #: The commit whose resample read the whole file into one table.
 BEFORE = "65f3fef"
 KEY = bytes(range(32))
-
-#: Runs each ``pramkit`` command of a JSON list ``[[folder, args], ...]`` (``argv[1]``) in a fork of one process
-#: that has imported the code once: in ``folder``, its stdout and stderr written beside it (``folder.out``,
-#: ``folder.err``); prints the exit statuses as a JSON list.
-CHILD = textwrap.dedent("""
-    import json, os, sys
-    import pandas, pyarrow, pyarrow.csv, pyarrow.parquet  # noqa: F401  (imported once, before the forks)
-    from pramkit.cli import main
-    codes = []
-    for folder, args in json.loads(sys.argv[1]):
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            os.chdir(folder)
-            for fd, suffix in ((1, ".out"), (2, ".err")):
-                os.dup2(os.open(folder + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
-            try:
-                code = main(args)
-            except SystemExit as stop:
-                code = stop.code
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-                code = 99
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code if isinstance(code, int) else 0 if code is None else 1)
-        codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-    print(json.dumps(codes))
-""")
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +108,7 @@ IDS = ["-".join(map(str, c)) for c in CASES]
 def before(request: pytest.FixtureRequest, before_src: Path, census_weighted: dict[str, Path],
            tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, dict]]:
     """Each case's resampled file and summary by the code of :data:`BEFORE` (reading at its default chunk size),
-    one command a fork of one process of its own (:data:`CHILD`); the cases of EU-SILC only where the shared
+    one command a fork of one process of its own (:func:`_forked.run_forked`); the cases of EU-SILC only where the shared
     file is (their test is skipped elsewhere)."""
     from conftest import SDC_DATA
 
@@ -151,15 +119,12 @@ def before(request: pytest.FixtureRequest, before_src: Path, census_weighted: di
     for run in runs.values():
         run.mkdir()
     plan = [[str(runs[name]), _args(releases[data], fmt, out)] for name, (data, fmt, out, _) in cases.items()]
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(plan)], env={**os.environ, "PYTHONPATH": str(
-        before_src)}, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    codes = json.loads(proc.stdout)
+    codes = run_forked(before_src, plan, os.environ)
     done = {}
     for (name, (_, _, out, _)), code in zip(cases.items(), codes, strict=True):
         run = runs[name]
-        assert code == 0, (name, Path(f"{run}.err").read_text()[-2000:])
-        done[name] = _result(run, out, Path(f"{run}.out").read_text())
+        assert code == 0, (name, (run / "stderr").read_text()[-2000:])
+        done[name] = _result(run, out, (run / "stdout").read_text())
     return done
 
 
