@@ -10,8 +10,10 @@ with PRAMKIT_DOC_SCREENSHOTS=1, to docs/app/.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +26,16 @@ SHOTS = [ROOT / "tests" / "artifacts" / "app"] + (
     [ROOT / "docs" / "app"] if os.environ.get("PRAMKIT_DOC_SCREENSHOTS") == "1" else [])
 #: Milliseconds to wait for a step of the census workflow.
 WAIT = 30_000
+#: The settings of a page's browser session (:func:`open_app`): the window, and less motion, as a user may ask:
+#: Playwright scrolls a field or a button into view before acting on it, which the page (Bootstrap) does
+#: smoothly, in about 0.4 s, and a click then waited for the button to stand still, checked every 0.5 s.
+CONTEXT: dict = {"viewport": {"width": 1280, "height": 900}, "reduced_motion": "reduce"}
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
 
 try:
-    from playwright.sync_api import Page, expect, sync_playwright
+    from playwright.sync_api import Page, sync_playwright
+    from playwright.sync_api import expect as playwright_expect
 except ImportError:
     if REQUIRED:
         raise
@@ -41,9 +48,17 @@ pytest.importorskip("shiny")
 
 Browser = Any  # playwright.sync_api.Browser
 
+#: Milliseconds of one try of an assertion of :func:`expect`, which tries again until the assertion's timeout.
+#: Playwright checks an assertion again after 0, 20, 50, 100 and 100 ms, then every 500 ms, a step of the page
+#: being seen up to half a second after it is done; a try of under 0.5 s is checked every 50 ms.
+TRY = 450
+#: Playwright's timeout of an assertion that names none (milliseconds).
+EXPECT_TIMEOUT = 5_000
+
 __all__ = [
     "ARGS",
     "CHROMIUM",
+    "CONTEXT",
     "SHOTS",
     "WAIT",
     "Browser",
@@ -63,6 +78,44 @@ __all__ = [
 ]
 
 
+class _Assertions:
+    """Playwright's assertions on a page or a locator, each tried for :data:`TRY` ms at a time until its
+    timeout: the same assertion and the same timeout, checked every 50 ms instead of every 500 ms."""
+
+    def __init__(self, assertions: Any) -> None:
+        self._assertions = assertions
+
+    @property
+    def not_(self) -> _Assertions:
+        return _Assertions(self._assertions.not_)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._assertions, name)
+        if not name.startswith(("to_", "not_to_")):
+            return method
+        return functools.partial(_tried, method)
+
+
+def _tried(method: Callable[..., None], *args: Any, timeout: float | None = None, **kwargs: Any) -> None:
+    if timeout == 0:  # Playwright's "no timeout"
+        return method(*args, timeout=0, **kwargs)
+    total = EXPECT_TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + total / 1000
+    while True:
+        left = (deadline - time.monotonic()) * 1000
+        try:
+            return method(*args, timeout=max(1.0, min(TRY, left)), **kwargs)
+        except AssertionError as failed:
+            if left <= TRY:
+                failed.add_note(f"(tried for {total:g} ms in all, {TRY} ms at a time: tests/_browser.py, expect)")
+                raise
+
+
+def expect(actual: Any, message: str | None = None) -> Any:
+    """Playwright's ``expect``, its assertions checked every 50 ms (:class:`_Assertions`)."""
+    return _Assertions(playwright_expect(actual, message))
+
+
 @contextlib.contextmanager
 def chromium() -> Iterator[Browser]:
     """Headless Chromium, closed on exit (the ``chromium`` fixture of tests/conftest.py)."""
@@ -80,7 +133,7 @@ def open_app(browser: Browser, base: str, token: str, **context: Any) -> Page:
     first message and run the session (which makes its folder), so the page waits for the first values the
     session sends.  A test that counted the session folders when the websocket had just opened missed its
     own page's, which then appeared during the test (seen on a loaded machine)."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, **context)
+    ctx = browser.new_context(**{**CONTEXT, **context})
     pg = ctx.new_page()
     pg.goto(f"{base}/?token={token}")
     expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
@@ -93,19 +146,30 @@ def shot(page: Page, name: str, folders: list[Path] = SHOTS, *, full_page: bool 
     """A screenshot of the page once the step's work is done, every output drawn and its messages closed
     (``full_page``: all of it, not only the window)."""
     settled(page)
-    page.evaluate("window.scrollTo(0, 0)")
+    # At once: the page scrolls smoothly (Bootstrap's scroll-behavior), which took 0.7 s from the foot of a tab.
+    page.evaluate("window.scrollTo({top: 0, left: 0, behavior: 'instant'})")
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(folder / f"{name}.png"), full_page=full_page)
 
 
+#: Run in the page until it returns true: closes each message shown with its close button, once, including one
+#: that comes while the others close; true once none is left.
+CLOSE_MESSAGES = """() => {
+  const closed = window.pramkitTestClosed || (window.pramkitTestClosed = new WeakSet());
+  document.querySelectorAll('.shiny-notification-close').forEach(b => { if (!closed.has(b)) { closed.add(b); b.click(); } });
+  return !document.querySelector('.shiny-notification');
+}"""
+
+
 def settled(page: Page) -> None:
     """Wait until the step's work is done (no progress bar) and every output of the tab drawn, then close the
     messages shown, as a user does with their close button: each would close by itself only after its few
-    seconds (an error's eight)."""
+    seconds (an error's eight).  A message that comes while the others close (a reload's "is back") is closed
+    too: the wait for none to be left had waited for it to close by itself."""
     expect(page.locator(".shiny-progress-notification")).to_have_count(0, timeout=WAIT)
     page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
-    page.locator(".shiny-notification-close").evaluate_all("boxes => boxes.forEach(b => b.click())")
+    page.wait_for_function(CLOSE_MESSAGES, timeout=WAIT)
     expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
 
 
@@ -144,5 +208,6 @@ def step_error(page: Page, step: str) -> str:
 
 
 def no_trace(page: Page) -> None:
-    assert "Traceback" not in page.content()
-    assert "internal error" not in page.content()
+    content = page.content()
+    assert "Traceback" not in content
+    assert "internal error" not in content

@@ -182,13 +182,17 @@ class Newcomer:
     find : int
         Milliseconds to find a label a step names (:data:`FIND`); a documentation naming a label the page
         lacks is told so only after them.
+    context : dict, optional
+        The settings of the browser session (Playwright's ``new_context``); by default a window of 1280 by 900.
     """
 
-    def __init__(self, browser: Browser, start: Callable[[], str], shots: list[Path], *, find: int = FIND) -> None:
+    def __init__(self, browser: Browser, start: Callable[[], str], shots: list[Path], *, find: int = FIND,
+                 context: dict | None = None) -> None:
         self.browser = browser
         self.start = start
         self.shots = shots
         self.find = find
+        self.context = {"viewport": {"width": 1280, "height": 900}} if context is None else context
         self.page: Page | None = None
 
     def run(self, doc: Path = DOC) -> Iterator[Timed]:
@@ -218,7 +222,7 @@ class Newcomer:
     # -- the actions ----------------------------------------------------------
     def _do(self, step: Step, action: Action) -> None:
         if action.kind == "start":
-            ctx = self.browser.new_context(viewport={"width": 1280, "height": 900})
+            ctx = self.browser.new_context(**self.context)
             self.page = ctx.new_page()
             self.page.goto(self.start())
             self.page.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()",
@@ -305,7 +309,7 @@ class Newcomer:
                                                                        if t.startswith(label)]
             if len(hits) == 1 or time.monotonic() > deadline:
                 break
-            self.page.wait_for_timeout(100)
+            self.page.wait_for_timeout(50)
         assert len(hits) == 1, (f"{DOC.name}, step {step.number} names the field **{label}**, which "
                                 f"{'the tab does not have' if not hits else 'more than one field of the tab begins with'}"
                                 f" (its fields: {', '.join(repr(t) for t in texts if t)})")

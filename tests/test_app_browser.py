@@ -36,6 +36,9 @@ from _manifests import comparable
 from pramkit.cli import main
 from pramkit.kernel.rng import SecretKey, write_key_file
 
+#: One app and one Chromium serve this module's tests (its fixtures): starting them is a good part of the
+#: tests' time, paid once in one test process rather than in each that runs some of them.
+pytestmark = pytest.mark.xdist_group("test_app_browser")
 TOKEN = "browser-test-token"
 RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'
 

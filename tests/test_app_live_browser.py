@@ -31,6 +31,9 @@ from pramkit.release.choices import DesignChoices
 from pramkit.risk.expected import ExpectedRelease, ProblemSet, expected_release
 from pramkit.workbench import Workbench
 
+#: One app and one Chromium serve this module's tests (its fixtures): starting them is a good part of the
+#: tests' time, paid once in one test process rather than in each that runs some of them.
+pytestmark = pytest.mark.xdist_group("test_app_live_browser")
 TOKEN = "live-test-token"
 ROWS = 5_000
 KEYS = ["age", "sex", "race"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import _app_support
 import pytest
 from _browser import (  # skips this module without Playwright or Chromium
+    CONTEXT,
     SHOTS,
     Browser,
     choose,
@@ -30,6 +31,9 @@ from _newcomer import DOC, Newcomer, steps
 
 from pramkit.structure import Rules, read_rules
 
+#: One app and one Chromium serve this module's tests (its fixtures): starting them is a good part of the
+#: tests' time, paid once in one test process rather than in each that runs some of them.
+pytestmark = pytest.mark.xdist_group("test_app_newcomer_browser")
 TOKEN = "newcomer-test-token"
 
 
@@ -44,7 +48,7 @@ def test_the_documented_first_release(chromium: Browser, base: str, tmp_path: Pa
     """Every step of the documentation done in the page; the release lands where the steps say, with the
     rule and the stratum the steps wrote in its manifest."""
     monkeypatch.setenv("HOME", str(tmp_path))  # the documented paths (~/keys, ~/census-release) land here
-    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", SHOTS)
+    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", SHOTS, context=CONTEXT)
     try:
         done = [t.step.number for t in newcomer.run()]
     finally:
@@ -114,7 +118,8 @@ def test_a_label_the_page_does_not_have_fails_clearly(chromium: Browser, base: s
     doc.write_text("## Your first release\n\n1. Start the app: type `pramkit app` in a terminal.\n\n"
                    "2. Type `0.05` in **Sampling fraktion**.\n", encoding="utf-8")
     # The first tab's fields are drawn with the page: a second is long enough to know the field is not there.
-    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", [tmp_path / "shots"], find=1_000)
+    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", [tmp_path / "shots"], find=1_000,
+                        context=CONTEXT)
     try:
         with pytest.raises(AssertionError, match=r"step 2 names the field \*\*Sampling fraktion\*\*, which the tab "
                                                  r"does not have \(its fields: 'Rows of the census-like data'"):
@@ -129,7 +134,7 @@ def test_a_result_the_page_shows_before_the_click_is_an_error_of_the_doc(chromiu
     doc = tmp_path / "app.md"
     doc.write_text("## Your first release\n\n1. Start the app: type `pramkit app` in a terminal.\n\n"
                    "2. Click **Open the census**. The page shows “census-like data”.\n", encoding="utf-8")
-    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", [tmp_path / "shots"])
+    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", [tmp_path / "shots"], context=CONTEXT)
     try:
         with pytest.raises(AssertionError, match=r"step 2: the page shows “census-like data” before \*\*Open the "
                                                  r"census\*\* is clicked"):

@@ -18,8 +18,10 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import _app_support
 import pytest
@@ -41,6 +43,9 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
 from pramkit.app import server
 from pramkit.kernel.rng import SecretKey
 
+#: One app and one Chromium serve this module's tests (its fixtures): starting them is a good part of the
+#: tests' time, paid once in one test process rather than in each that runs some of them.
+pytestmark = pytest.mark.xdist_group("test_app_security_browser")
 TOKEN = "security-test-token"
 #: Seconds a closed tab's release is kept in this module's app (the default is 30): long enough for a reload on a
 #: loaded machine (1.7 s from the old page's end to the new page's tab name, with the tests running on both cores).
@@ -305,16 +310,37 @@ def test_private_files_are_the_owners_only_and_public_files_name_no_path(page: P
     no_trace(page)
 
 
-def test_a_closed_tabs_folder_is_removed(chromium: Browser, app: str, folders: dict[str, Path]) -> None:
+#: Seconds after which a timer of :data:`EXPIRE` seconds of the app's server runs in
+#: :func:`test_a_closed_tabs_folder_is_removed`.
+SOONER = 0.5
+
+
+def test_a_closed_tabs_folder_is_removed(chromium: Browser, app: str, folders: dict[str, Path],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A closed tab's release is kept for a reload: its folder is removed by a timer of the app's EXPIRE seconds,
+    started when the tab closes.  The test checks that timer's seconds and its tab, then has it run after
+    SOONER seconds: what it does is the app's own (``expire``), only not waited for."""
+    started: list[tuple[float, tuple[object, ...]]] = []
+
+    class Timer(threading.Timer):
+        def __init__(self, interval: float, function: Any, args: Any = None, kwargs: Any = None) -> None:
+            started.append((interval, tuple(args or ())))
+            super().__init__(SOONER if interval == EXPIRE else interval, function, args, kwargs)
+
+    monkeypatch.setattr(server, "threading", types.SimpleNamespace(**{**vars(threading), "Timer": Timer}))
     before = _sessions(folders)
     pg = _open(chromium, app)
     open_census(pg, 5_000)
     (mine,) = _sessions(folders) - before
     assert any((folders["work"] / mine).rglob("census.csv"))
+    name = pg.evaluate("sessionStorage.getItem('pramkit-desk')")
     pg.context.close()
     deadline = time.monotonic() + EXPIRE + 20
     while mine in _sessions(folders) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.05)
+    assert (EXPIRE, (name,)) in started, (                          # kept EXPIRE seconds for a reload of the tab
+        f"no timer of {EXPIRE} s for the closed tab {name!r} (timers started: {started}): if the app no longer "
+        "removes a closed tab's folder by a threading.Timer, this test should follow what it does")
     assert mine not in _sessions(folders)
 
 

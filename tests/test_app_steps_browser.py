@@ -33,6 +33,9 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
     upload,
 )
 
+#: One app and one Chromium serve this module's tests (its fixtures): starting them is a good part of the
+#: tests' time, paid once in one test process rather than in each that runs some of them.
+pytestmark = pytest.mark.xdist_group("test_app_steps_browser")
 TOKEN = "steps-test-token"
 
 

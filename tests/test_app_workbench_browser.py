@@ -28,6 +28,9 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
 )
 from conftest import SDC_DATA
 
+#: One app and one Chromium serve this module's tests (its fixtures): starting them is a good part of the
+#: tests' time, paid once in one test process rather than in each that runs some of them.
+pytestmark = pytest.mark.xdist_group("test_app_workbench_browser")
 TOKEN = "workbench-test-token"
 
 
