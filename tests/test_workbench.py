@@ -394,3 +394,36 @@ def test_value_labels_and_missing_codes_in_the_preview_and_the_estimates(tmp_pat
     assert by_variable == {"sex": {"homme", "femme"}, "age": {"0-17, enfant", "18-64", "65+, âgé"}}
     assert not estimates["95 % interval"].str.contains("nan").any()
     assert not any(str(c).endswith(".0") for c in estimates["category"])
+
+
+def test_an_input_kept_again_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live preview designs in a thread beside the step a user runs, and both keep the inputs they read in
+    the work folder: a step reading the kept codebook has the old file or the new, never one emptied by the
+    copy (an apply once read it with no header); an unchanged input is not written again; a copy that fails
+    leaves the kept file as it was."""
+    import pramkit.atomic
+
+    wb = Workbench(tmp_path / "work")
+    wb.open_census(rows=5_000)
+    wb.design(["sex"], DesignChoices(epsilon=1.0))
+    kept = wb.work / "inputs" / "codebook.csv"
+    census = kept.read_bytes()
+    assert census.startswith(b"variable,category")
+    inode = kept.stat().st_ino
+    wb.preview(["sex"], DesignChoices(epsilon=1.0))
+    assert kept.stat().st_ino == inode                               # the same codebook: not written again
+    own = tmp_path / "codebook.csv"                                   # the same codebook, its lines ended CRLF
+    own.write_bytes(census.replace(b"\n", b"\r\n"))
+    with open(kept, "rb") as reader:                                  # a step that has opened the kept file
+        wb.preview(["sex"], DesignChoices(epsilon=1.0, categories=str(own)))
+        assert reader.read() == census                                # reads the whole file it opened
+    assert kept.read_bytes() == own.read_bytes()
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pramkit.atomic, "_write_file", fail)
+    with pytest.raises(PramkitError, match="No space left"):
+        wb.preview(["sex"], DesignChoices(epsilon=1.0))
+    assert kept.read_bytes() == own.read_bytes()                      # as it was: whole
+    assert sorted(p.name for p in kept.parent.iterdir()) == sorted(["census-codebook.csv", "codebook.csv"])

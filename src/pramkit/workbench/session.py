@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from pramkit.atomic import write_bytes_atomic
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
@@ -54,6 +55,38 @@ KEPT_DESIGN = ("the design shown was released as it is: its noise was drawn befo
 
 #: Persons of the built-in census written at a time: each block is a progress update, where Cancel stops the work.
 CENSUS_BLOCK = 100_000
+
+
+
+def _keep(given: str | Path, kept: Path) -> None:
+    """Copy an input file into the work folder, whole or not at all.
+
+    The live preview designs in a thread of its own, beside the step a user runs, and both keep the inputs
+    they read here: a copy written in place was seen empty by the other (an apply read a codebook with no
+    header while the preview copied it again).  The copy is written beside and renamed over ``kept``, so a
+    reader has the old file or the new, and an unchanged input is not written at all.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     given, kept = Path(d, "rules.csv"), Path(d, "kept.csv")
+    ...     _ = given.write_text("age,marital_status\\n")
+    ...     _keep(given, kept)
+    ...     before = kept.stat().st_ino
+    ...     _keep(given, kept)                  # the same bytes: left as it is
+    ...     _keep(kept, kept)                   # the kept file itself
+    ...     print(kept.read_text() == given.read_text(), kept.stat().st_ino == before)
+    True True
+    """
+    if Path(given).resolve() != kept.resolve():
+        _keep_bytes(Path(given).read_bytes(), kept)
+
+
+def _keep_bytes(data: bytes, kept: Path) -> None:
+    """Write ``data`` to ``kept`` as :func:`_keep` copies: renamed over it, and only if it differs."""
+    if not (kept.is_file() and kept.read_bytes() == data):
+        write_bytes_atomic(kept, data, force=True)
 
 
 class Workbench:
@@ -129,8 +162,8 @@ class Workbench:
             path = staging / "census.csv"
             _write_census(census(rows), path)
             codebook = self.work / INPUTS / "census-codebook.csv"
-            pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
-                         columns=["variable", "category"]).to_csv(codebook, index=False)
+            _keep_bytes(pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
+                                     columns=["variable", "category"]).to_csv(index=False).encode(), codebook)
             described = describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook)
         source = self._opened(self._in_place(described), copied=True)
         self.opened = {"kind": "census", "rows": rows}
@@ -661,8 +694,7 @@ class Workbench:
             raise ParameterError(f"the manifest is for other columns: {', '.join(absent)} "
                                  f"{'is' if len(absent) == 1 else 'are'} not in {source.label}")
         kept = self.work / INPUTS / "manifest.json"
-        if Path(path).resolve() != kept.resolve():
-            shutil.copyfile(path, kept)
+        _keep(path, kept)
         view = design_view(manifest, None, _heatmaps(manifest), {}, columns=source.names)
         view = dataclasses.replace(view, notes=self.said(view.notes), warnings=self.said(said))
         key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
@@ -684,8 +716,7 @@ class Workbench:
             if given is None:
                 continue
             kept = self.work / INPUTS / target
-            if Path(given).resolve() != kept.resolve():
-                shutil.copyfile(given, kept)
+            _keep(given, kept)
             changed[name] = type(given)(kept) if isinstance(given, Path) else str(kept)
         return dataclasses.replace(choices, **changed)
 
