@@ -762,8 +762,21 @@ def _resampled(setup: Setup, release: Release, rules: list[dict[str, str]]) -> R
 
 def age_rules_on_ages(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> list[dict[str, str]]:
     """:func:`age_rules` written on AGEP's own values (for a file without the age class column): those of
-    the file where AGEP is released as it is, its declared range where it is itself drawn."""
+    the file where AGEP is released as it is, its declared range where it is itself drawn; none for features
+    without AGEP (``--features``), where no rule can name an age.
+
+    >>> import pandas as pd
+    >>> s = Setup(Path("x.csv"), pd.DataFrame({"SEX": ["1"], "MSP": ["N"]}), ("SEX", "MSP"), (),
+    ...           {"MSP": ["N", "1", "2"]}, b"", 0,
+    ...           Path("."), {"AGEP": [str(a) for a in range(100)]})
+    >>> age_rules_on_ages(s, ["SEX", "MSP"], na_is_value=True)
+    []
+    >>> len(age_rules_on_ages(s, ["AGEP", "MSP"], na_is_value=True)) > 0
+    True
+    """
     drawn = "AGEP" in variables and "AGEP" in setup.ranges
+    if not drawn and "AGEP" not in setup.frame:
+        return []
     ages = setup.ranges["AGEP"] if drawn else sorted(set(setup.frame["AGEP"]), key=int)
     spelled = {label: "|".join(a for a in ages if lo <= int(a) <= hi) for lo, hi, label in AGE_CLASSES}
     return [{("AGEP" if c == AGE_CLASS else c): ("|".join(spelled[x] for x in v.split("|") if spelled[x])

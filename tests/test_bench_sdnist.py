@@ -10,9 +10,11 @@ import csv
 import json
 import random
 import sys
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -144,8 +146,9 @@ def test_bad_options_are_one_line_exit_2(capsys: pytest.CaptureFixture, args: li
 def test_a_release_sdnist_cannot_score_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture) -> None:
     """An SDNist that fails (here one that exits 1 with its message) stops the run with one line naming the
-    release and SDNist's last words, exit 1, not a traceback."""
+    release and SDNist's last words, exit 1, not a traceback (the records prepared once, :func:`_prepared`)."""
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    monkeypatch.setattr(bench, "prepare", _prepared)
     fake = tmp_path / "fake" / "sdnist" / "report"
     fake.mkdir(parents=True)
     (fake.parent / "__init__.py").write_text("", encoding="utf-8")
@@ -163,8 +166,9 @@ def test_a_release_sdnist_cannot_score_is_one_line_exit_1(tmp_path: Path, monkey
 def test_a_peer_that_fails_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture) -> None:
     """A dpmm that fails (here one whose MST raises on fitting) stops the run with one line naming the peer, its
-    epsilon and its last words, exit 1, nothing scored."""
+    epsilon and its last words, exit 1, nothing scored (the records prepared once, :func:`_prepared`)."""
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    monkeypatch.setattr(bench, "prepare", _prepared)
     _fake_dpmm(tmp_path, monkeypatch,
                "class MSTPipeline:\n"
                "    def __init__(self, **kw):\n        pass\n"
@@ -180,8 +184,9 @@ def test_a_peer_that_fails_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytes
 def test_a_setting_pramkit_refuses_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture) -> None:
     """A release whose settings pramkit refuses for these features (here a configuration that asks for them)
-    ends the run in pramkit's one line, exit 2, not a traceback."""
+    ends the run in pramkit's one line, exit 2, not a traceback (the records prepared once, :func:`_prepared`)."""
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    monkeypatch.setattr(bench, "prepare", _prepared)
 
     @bench.configuration("test-refused", "registered by the test")
     def build(setup):
@@ -220,9 +225,11 @@ def test_total_variation_is_half_the_l1_distance_of_the_shares(a: list[int], b: 
     assert bench.total_variation(np.reshape(a, (2, 3)), np.reshape(b, (2, 3))) == pytest.approx(float(exact), abs=1e-12)
 
 
-def _forbidden(rule: dict[str, str], record: dict[str, str]) -> bool:
-    """A rules-file row forbids a record when every non-empty cell lists the record's value."""
-    return all(record[col] in cell.split("|") for col, cell in rule.items() if cell)
+def _forbids(rules: list[dict[str, str]]) -> Callable[[dict[str, str]], bool]:
+    """Whether one of the rules-file rows forbids a record: a row forbids it when every non-empty cell lists the
+    record's value (each cell split once, not once per record: the checks run on every record of a file)."""
+    split = [[(col, frozenset(cell.split("|"))) for col, cell in rule.items() if cell] for rule in rules]
+    return lambda record: any(all(record[col] in cell for col, cell in rule) for rule in split)
 
 
 def _setup(frame: pd.DataFrame, tmp_path: Path) -> object:
@@ -243,8 +250,9 @@ def test_edit_rules_hold_on_the_original_and_forbid_sdnists_inconsistencies(tmp_
     rules = bench.age_rules(setup, variables, na_is_value=True) + bench.housing_rules(variables)
     path = setup.rules("rules.csv", rules)
     assert len(pramkit.read_rules(path).rules) == len(rules)  # pramkit reads the file as written
+    forbids = _forbids(rules)
     records = frame.assign(**{bench.AGE_CLASS: frame["AGEP"].map(bench.age_class)}).to_dict("records")
-    assert not [r for r in records if any(_forbidden(rule, r) for rule in rules)]
+    assert not [r for r in records if forbids(r)]
     # SDNist's checks (sdnist.metrics.inconsistency), each on a record that fails it
     child = {"AGEP": "10", bench.AGE_CLASS: "5-14", "MSP": "N", "PINCP_DECILE": "N", "DVET": "N", "EDU": "3",
              "HOUSING_TYPE": "1", "OWN_RENT": "1"}
@@ -253,8 +261,8 @@ def test_edit_rules_hold_on_the_original_and_forbid_sdnists_inconsistencies(tmp_
                    {"AGEP": "4", bench.AGE_CLASS: "3-4", "EDU": "5"},
                    {"AGEP": "40", bench.AGE_CLASS: "15+", "MSP": "N", "PINCP_DECILE": "3", "EDU": "9"},
                    {"HOUSING_TYPE": "2"}, {"HOUSING_TYPE": "3", "OWN_RENT": "2"}, {"OWN_RENT": "0"}):
-        assert any(_forbidden(rule, {**child, **change}) for rule in rules), change
-    assert not any(_forbidden(rule, child) for rule in rules)
+        assert forbids({**child, **change}), change
+    assert not forbids(child)
 
 
 def _unbiased(matrix: np.ndarray, labels: list, released: list) -> dict:
@@ -329,10 +337,12 @@ def test_the_shuffled_pram_rows_are_named_by_their_central_epsilon(name: str, kn
             del bench.CONFIGS[name]
 
 
-def test_a_shuffled_pram_row_is_the_largest_local_budget_within_its_central_epsilon(tmp_path: Path) -> None:
+def test_a_shuffled_pram_row_is_the_largest_local_budget_within_its_central_epsilon(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On NIST's excerpt (4 000 records, every feature perturbed, 'N' a category, AGEP over its declared
     range): the file states a central epsilon of at most 2 by the clone bound; a local budget 0.01 larger
-    would not; the rows are in a keyed random order; resampled with the rules, the guarantee is kept and
+    would not; the rows are in a keyed random order; resampled with the rules (the row resamples the shuffled
+    release at its central epsilon: the one checked here, not searched for again), the guarantee is kept and
     every record keeps the age and housing rules."""
     from pramkit.privacy.amplification import record_clones
     from pramkit.privacy.shuffle_bound import shuffled_epsilon
@@ -366,16 +376,19 @@ def test_a_shuffled_pram_row_is_the_largest_local_budget_within_its_central_epsi
     assert same_place < by_chance + 0.05, (same_place, by_chance)
     name = "dp-shuffle-2-resampled"
     fresh = name not in bench.CONFIGS
+    asked: list[tuple[object, float]] = []
+    monkeypatch.setattr(bench, "_dp_shuffled", lambda s, central: asked.append((s, central)) or release)
     try:
         bench.on_demand(name)
         again = bench.CONFIGS[name].build(setup)
     finally:
         if fresh:
             del bench.CONFIGS[name]
+    assert [(s is setup, central) for s, central in asked] == [(True, 2.0)] and again.released != release.released
     assert again.guarantees.shuffled == release.guarantees.shuffled
-    rules = bench.age_rules_on_ages(setup, features, na_is_value=True) + bench.housing_rules(features)
+    forbids = _forbids(bench.age_rules_on_ages(setup, features, na_is_value=True) + bench.housing_rules(features))
     records = pd.read_csv(again.released, dtype=str, keep_default_na=False).to_dict("records")
-    assert not [r for r in records if any(_forbidden(rule, r) for rule in rules)]
+    assert not [r for r in records if forbids(r)]
 
 
 def test_family_and_industry_rules_hold_on_the_original_and_forbid_sdnists_inconsistencies(tmp_path: Path) -> None:
@@ -387,21 +400,20 @@ def test_family_and_industry_rules_hold_on_the_original_and_forbid_sdnists_incon
         pytest.skip(f"{source} is not available")
     features = ["AGEP", "NOC", "NPF", "INDP", "INDP_CAT"]
     setup = bench.prepare(source, features, [], 0, tmp_path / "w", NIST / "data_dictionary.json")
-    rules = bench.definition_rules(setup, features)
+    forbids = _forbids(bench.definition_rules(setup, features))
     records = setup.frame[features].drop_duplicates().to_dict("records")
     assert len(records) > 1000
-    assert not [r for r in records if any(_forbidden(rule, r) for rule in rules)]
+    assert not [r for r in records if forbids(r)]
     adult = {"AGEP": "40", "NOC": "1", "NPF": "3", "INDP": "7870", "INDP_CAT": "11"}
-    assert not any(_forbidden(rule, adult) for rule in rules)
+    assert not forbids(adult)
     for change in ({"NOC": "3"}, {"NOC": "5", "NPF": "4"}, {"NOC": "N"}, {"AGEP": "12"},
                    {"AGEP": "12", "INDP": "N"}, {"AGEP": "12", "INDP_CAT": "N"}, {"INDP": "N"}, {"INDP_CAT": "N"},
                    {"INDP_CAT": "12"}, {"INDP": "170"}, {"INDP": "9920", "INDP_CAT": "17"}):
-        assert any(_forbidden(rule, {**adult, **change}) for rule in rules), change
+        assert forbids({**adult, **change}), change
     # INDP_CAT is INDP's sector: every industry code of the file allows exactly one sector, and no two sectors'
     # codes overlap (the ranges are the Census code list's; the file's 16 324 workers all keep them, above)
     sectors = [c for c in setup.categories["INDP_CAT"] if c != "N"]
-    allowed = {code: [k for k in sectors if not any(_forbidden(rule, {**adult, "INDP": code, "INDP_CAT": k})
-                                                      for rule in rules)]
+    allowed = {code: [k for k in sectors if not forbids({**adult, "INDP": code, "INDP_CAT": k})]
                for code in setup.categories["INDP"] if code != "N"}
     assert len(allowed) > 250 and all(len(ks) == 1 for ks in allowed.values()), allowed
     assert len({ks[0] for ks in allowed.values()}) == len(sectors)
@@ -417,17 +429,17 @@ def test_group_quarters_and_under_five_rules_hold_on_the_original(tmp_path: Path
         pytest.skip(f"{source} is not available")
     features = ["AGEP", "HOUSING_TYPE", "NOC", "NPF", "DREM", "DPHY"]
     setup = bench.prepare(source, features, [], 0, tmp_path / "w", NIST / "data_dictionary.json")
-    rules = bench.definition_rules(setup, features)
+    forbids = _forbids(bench.definition_rules(setup, features))
     records = setup.frame[features].drop_duplicates().to_dict("records")
     assert len(records) > 1000
-    assert not [r for r in records if any(_forbidden(rule, r) for rule in rules)]
+    assert not [r for r in records if forbids(r)]
     adult = {"AGEP": "40", "HOUSING_TYPE": "1", "NOC": "1", "NPF": "3", "DREM": "2", "DPHY": "2"}
     for fine in ({}, {"NOC": "0", "NPF": "N"}, {"HOUSING_TYPE": "2", "NOC": "N", "NPF": "N"},
                  {"AGEP": "3", "DREM": "N", "DPHY": "N"}, {"AGEP": "5"}):
-        assert not any(_forbidden(rule, {**adult, **fine}) for rule in rules), fine
+        assert not forbids({**adult, **fine}), fine
     for change in ({"AGEP": "3"}, {"AGEP": "3", "DREM": "N"}, {"DPHY": "N"}, {"HOUSING_TYPE": "3", "NPF": "N"},
                    {"HOUSING_TYPE": "2", "NOC": "N"}, {"NOC": "N", "NPF": "N"}):
-        assert any(_forbidden(rule, {**adult, **change}) for rule in rules), change
+        assert forbids({**adult, **change}), change
 
 
 @pytest.mark.parametrize("features", sorted(bench.FEATURE_SETS))
@@ -435,14 +447,19 @@ def test_the_resampled_pram_row_keeps_every_definition_on_each_feature_set(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, features: str) -> None:
     """``dp-shuffle-E-resampled`` on each of SDNist's feature sets (1 000 of NIST's records, SDNist not run): the
     resample's rules tie no variables in a cycle (on the industry set the age rule on INDP_CAT is implied by the
-    others, and left out), and the released file breaks none of the definitions, the rule left out among them."""
+    others, and left out), and the released file breaks none of the definitions, the rule left out among them.
+    The refusal is asked of the shuffled release the row resampled (not of one searched for again)."""
     import pandas as pd
 
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
     names = list(bench.FEATURE_SETS[features])
     setup = bench.prepare(excerpt, names, [], 1, tmp_path / "w", NIST / "data_dictionary.json")
+    shuffled: list[Any] = []
+    shuffle = bench._dp_shuffled
+    monkeypatch.setattr(bench, "_dp_shuffled", lambda s, central: shuffled.append(shuffle(s, central)) or shuffled[-1])
     bench.on_demand("dp-shuffle-2-resampled")
     release = bench.CONFIGS["dp-shuffle-2-resampled"].build(setup)
+    assert len(shuffled) == 1
     frame = pd.read_csv(release.released, dtype=str, keep_default_na=False)
     assert len(frame) == 1_000
     assert bench.rules_broken(frame, bench.definition_rules(setup, names)) == 0
@@ -450,7 +467,7 @@ def test_the_resampled_pram_row_keeps_every_definition_on_each_feature_set(
         from pramkit.errors import ParameterError
 
         with pytest.raises(ParameterError) as refused:
-            bench._resampled(setup, bench._dp_shuffled(setup, 2.0), bench.definition_rules(setup, names))
+            bench._resampled(setup, shuffled[0], bench.definition_rules(setup, names))
         tied = str(refused.value).split("the rules tie ")[1].split(" in a cycle")[0].split(", ")
         assert sorted(tied) == ["AGEP", "INDP", "INDP_CAT"], refused.value
 
@@ -514,8 +531,10 @@ def _excerpt_without_sdnist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_no_score_releases_without_sdnist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture) -> None:
-    """``--no-score``: the releases and their times, SDNist neither needed nor run (its columns '-')."""
+    """``--no-score``: the releases and their times, SDNist neither needed nor run (its columns '-'; the records
+    prepared once, :func:`_prepared`)."""
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    monkeypatch.setattr(bench, "prepare", _prepared)
     assert bench.main(["--no-score", "--configs", "raw,dp-10", "--data", str(excerpt)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| raw ", "| dp-10 "))]
     assert len(rows) == 2 and all(row.split(" | ")[3] == "-" for row in rows), rows
@@ -560,13 +579,15 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
                                                                    capsys: pytest.CaptureFixture) -> None:
     """``--peers`` with a peer still running at ``--peer-minutes``: the peer is stopped (it never writes after),
     the run goes on to the next row, and the table has the stopped row ("not finished", "stopped at" the
-    limit) beside the finished ones, with no score and no digest (NIST's records; SDNist not run)."""
+    limit) beside the finished ones, with no score and no digest (NIST's records, three of their features given
+    with ``--features``: pramkit's rows take a fraction of a feature set's time, and their figures are not what is
+    checked; SDNist not run)."""
     import argparse
     import time
 
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
     pids = _slow_peer(tmp_path, monkeypatch)
-    args = argparse.Namespace(feature_set="demographic", features=None, data=excerpt, seed=1, epsilons=[1.0, 2.0],
+    args = argparse.Namespace(feature_set=None, features="AGEP,SEX,MSP", data=excerpt, seed=1, epsilons=[1.0, 2.0],
                               no_peer_runs=False, peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
                               estimator="mle", plot=None, peer_minutes=1 / 60, rounds_per_variable=None, bins={},
                               peer_releases=None, kept_peers_only=False)
@@ -575,13 +596,13 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
     assert time.monotonic() - t0 < 2 * 120  # unstopped, the two peers' sleeps alone would take 240 s (the pramkit rows
     # took 43 s once on a loaded machine: a bound of the sleeps alone would time the machine, not the stop)
     out, err = capsys.readouterr()
-    rows = {line.split(" | ")[1]: line.split(" | ") for line in out.splitlines() if line.startswith("| demographic ")}
+    rows = {line.split(" | ")[1]: line.split(" | ") for line in out.splitlines() if line.startswith("| given ")}
     assert set(rows) == {"dp-shuffle-1", "aim-1", "dp-shuffle-2", "aim-2"}, out
     for eps in (1, 2):
         stopped = rows[f"aim-{eps}"]
         assert stopped[2] == f"{eps} (delta 1e-05; dpmm AIM)" and stopped[4] == "not finished", stopped
         assert stopped[5:9] == ["-", "-", "-", "-"] and stopped[9].strip(" |") == "stopped at 1", stopped
-        assert f"demographic aim-{eps}: stopped, not finished in " in err
+        assert f"given aim-{eps}: stopped, not finished in " in err
     assert rows["dp-shuffle-1"][4] == "-" and rows["dp-shuffle-1"][8].strip(" |").replace(".", "").isdigit()
     assert "aim-" not in out.split("scored files")[1]  # a stopped peer scored nothing
     started = [int(pid) for pid in pids.read_text().split()]
@@ -619,12 +640,42 @@ def test_the_rounds_per_variable_reach_the_model_pgm_only(tmp_path: Path, monkey
     assert _asked(tmp_path, monkeypatch, config, argv).get("rounds") == rounds
 
 
+#: ``bench.prepare`` itself, whatever a test stands in for it.
+PREPARE = bench.prepare
+#: The setups :func:`_prepared` made, by their inputs, with the input file each wrote.
+PREPARED: dict[tuple[object, ...], tuple[Any, bytes]] = {}
+
+
+def _prepared(data: Path, features: Sequence[str], public: Sequence[str], seed: int, workdir: Path,
+              dictionary: Path | None) -> Any:
+    """``bench.prepare``, made once for the same inputs (the data's bytes, the features, the public ones, the seed,
+    the dictionary) and given again in ``workdir``, its input file written there byte for byte.  The tests that
+    run the bench on NIST's records only to see where a flag goes (:func:`_asked`) or how a failure is reported
+    all prepare the same records, and most of ``prepare`` (half a second) is reading the data dictionary's ranges;
+    what it makes is not what they check."""
+    from dataclasses import replace
+
+    key = (data.read_bytes(), tuple(features), tuple(public), seed, dictionary)
+    if key not in PREPARED:
+        setup = PREPARE(data, features, public, seed, workdir, dictionary)
+        PREPARED[key] = replace(setup, frame=setup.frame.copy()), setup.source.read_bytes()
+        return setup
+    setup, written = PREPARED[key]
+    workdir.mkdir(parents=True, exist_ok=True)
+    source = workdir / setup.source.relative_to(setup.workdir)
+    source.write_bytes(written)
+    return replace(setup, source=source, workdir=workdir, frame=setup.frame.copy(),
+                   categories={k: list(v) for k, v in setup.categories.items()})
+
+
 def _asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, argv: list[str]) -> dict[str, object]:
     """What ``config`` asks ``synthesize_release`` for on the demographic features of NIST's records, with the
-    bench's flags ``argv`` (``synthesize_release`` stood in for, SDNist not run)."""
+    bench's flags ``argv`` (``synthesize_release`` stood in for, SDNist not run; the records prepared once for
+    every case, :func:`_prepared`)."""
     import pramkit
 
     excerpt = _excerpt_without_sdnist(tmp_path, monkeypatch)
+    monkeypatch.setattr(bench, "prepare", _prepared)
     asked: list[dict[str, object]] = []
 
     def stand_in(*args: object, **kwargs: object) -> None:

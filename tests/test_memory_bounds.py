@@ -1,20 +1,27 @@
 """Peak memory of the commands that stream a file: bounded by a chunk, not by the file.
 
 A census-like Parquet file (households, 300 areas, a survey weight) and its release are written in
-two sizes: one of a single chunk and one of sixteen.  Each command runs in a fresh process, reading
+two sizes: one of a single chunk and one of sixteen.  Each command runs in a process of its own, reading
 in chunks of the small file's size, and reports its peak resident memory (``VmHWM`` of
-``/proc/self/status``: ``ru_maxrss`` would carry the parent's peak across the fork).  Had it
-held the file (its columns, or a row of cell totals per household), the large file would add
-hundreds of MiB to the peak; a command bounded by its chunk adds what the larger result holds.
+``/proc/self/status``: ``ru_maxrss`` would carry the parent's peak across the fork).  The processes
+are forks of one that imported pramkit and its libraries once (:class:`ForkServer`): a fork's
+``VmHWM`` starts at what it shares with that process, as a fresh interpreter's starts at what it
+imports, so both sizes start from the same base.  Had a command held the file (its columns, or a row
+of cell totals per household), the large file would add hundreds of MiB to the peak; a command
+bounded by its chunk adds what the larger result holds.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -107,12 +114,101 @@ def _child_env() -> dict[str, str]:
             **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")}
 
 
-def _peak(args: list[str], prelude: str = "") -> float:
-    """The peak of ``pramkit ARGS`` in a child, ``prelude`` (code) run before the command."""
-    proc = subprocess.run([sys.executable, "-c", prelude + CHILD, str(CHUNK), *args], capture_output=True, text=True,
-                          env=_child_env(), timeout=600)
-    result = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert result["code"] == 0, proc.stderr
+#: The process :class:`ForkServer` starts: it imports pramkit, the commands' modules and the libraries they load
+#: (and the modules named in place of ``EXTRA``), then reads one request a line (JSON: a child's code, its
+#: ``sys.argv[1:]`` and a folder) and runs the code in a fork of itself, the fork's stdout and stderr written into
+#: the folder; it answers each with the fork's exit status.  Only imports run before a fork (as in tests/_forked.py).
+FORK_SERVER = textwrap.dedent("""
+    import json, os, sys, traceback
+    import numpy, pandas, pyarrow, pyarrow.compute, pyarrow.csv, pyarrow.parquet, scipy.sparse  # noqa: F401
+    import pramkit.audit, pramkit.audit.release, pramkit.cli, pramkit.counts, pramkit.engine.perturb  # noqa: F401
+    import pramkit.estimate, pramkit.io, pramkit.risk.household, pramkit.risk.identification  # noqa: F401
+    import pramkit.risk.suda, pramkit.swap, pramkit.synthesize  # noqa: F401
+    EXTRA
+    for line in sys.stdin:
+        code, argv, folder = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            for fd, name in ((1, "stdout"), (2, "stderr")):
+                os.dup2(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            sys.argv = ["-c", *argv]
+            try:
+                exec(compile(code, "<child>", "exec"), {"__name__": "__main__"})
+                status = 0
+            except SystemExit as stop:
+                status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+            except BaseException:
+                traceback.print_exc()
+                status = 99
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+        print(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])), flush=True)
+""")
+
+
+class ForkServer:
+    """A process (:data:`FORK_SERVER`) that runs each child of a measurement in a fork of itself.  A fork's
+    ``VmHWM`` is not its parent's: it starts at the fork's resident memory (what it shares with the server), so a
+    child's peak is its own, as in a fresh interpreter, without the second each fresh interpreter spends
+    importing pramkit and its libraries (most of a small file's time)."""
+
+    def __init__(self, extra: tuple[str, ...] = ()) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="pramkit-peaks-"))
+        script = FORK_SERVER.replace("EXTRA", f"import {', '.join(extra)}" if extra else "pass")
+        with open(self.folder / "stderr", "w") as err:
+            self.proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True, env=_child_env())
+        self.runs = 0
+
+    def run(self, code: str, argv: list[str], timeout: float) -> tuple[int, str]:
+        """Run ``code`` with ``sys.argv[1:]`` ``argv`` in a fork: its exit status and stderr."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.runs += 1
+        folder = self.folder / str(self.runs)
+        folder.mkdir()
+        self.proc.stdin.write(json.dumps([code, argv, str(folder)]) + "\n")
+        self.proc.stdin.flush()
+        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+            self.close()
+            raise TimeoutError(f"no answer in {timeout:g} s: {argv}")
+        line = self.proc.stdout.readline()
+        assert line, (self.folder / "stderr").read_text()[-3000:]  # the server ended
+        return int(json.loads(line)), (folder / "stderr").read_text()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def forks() -> Iterator[ForkServer]:
+    """The process whose forks run the commands measured, the report's figures and the workbench imported too."""
+    server = ForkServer(("matplotlib.backends.backend_agg", "matplotlib.figure", "jinja2", "pramkit.report",
+                         "pramkit.workbench"))
+    yield server
+    server.close()
+
+
+def _peak(args: list[str], prelude: str = "", forks: ForkServer | None = None) -> float:
+    """The peak of ``pramkit ARGS`` in a child, ``prelude`` (code) run before the command: a fresh interpreter, or a
+    fork of ``forks``."""
+    if forks is None:
+        stderr = subprocess.run([sys.executable, "-c", prelude + CHILD, str(CHUNK), *args], capture_output=True,
+                                text=True, env=_child_env(), timeout=600).stderr
+    else:
+        status, stderr = forks.run(prelude + CHILD, [str(CHUNK), *args], timeout=600)
+        assert status == 0, stderr[-3000:]
+    result = json.loads(stderr.strip().splitlines()[-1])
+    assert result["code"] == 0, stderr
     return float(result["peak_mib"])
 
 
@@ -155,24 +251,24 @@ BYTES_PER_RECORD = 240
 
 
 @pytest.mark.parametrize("command", list(HOLDING))
-def test_the_commands_that_hold_the_records_hold_them_as_codes(census_files, command) -> None:
-    small = _peak(HOLDING[command](census_files[CHUNK]))
-    large = _peak(HOLDING[command](census_files[LARGE]))
+def test_the_commands_that_hold_the_records_hold_them_as_codes(census_files, forks, command) -> None:
+    small = _peak(HOLDING[command](census_files[CHUNK]), forks=forks)
+    large = _peak(HOLDING[command](census_files[LARGE]), forks=forks)
     limit = BOUND_MIB + BYTES_PER_RECORD * (LARGE - CHUNK) / 2**20
     assert large - small < limit, (f"{command}: {small:.0f} MiB for one chunk, {large:.0f} MiB for sixteen "
                                    f"(at most {limit:.0f} MiB more)")
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_the_peak_memory_does_not_grow_with_the_file(census_files, command) -> None:
-    small = _peak(COMMANDS[command](census_files[CHUNK]))
-    large = _peak(COMMANDS[command](census_files[LARGE]))
+def test_the_peak_memory_does_not_grow_with_the_file(census_files, forks, command) -> None:
+    small = _peak(COMMANDS[command](census_files[CHUNK]), forks=forks)
+    large = _peak(COMMANDS[command](census_files[LARGE]), forks=forks)
     assert large - small < BOUND_MIB, f"{command}: {small:.0f} MiB for one chunk, {large:.0f} MiB for sixteen"
 
 
-#: The app's export in a child: a workbench opens the built-in census of ``argv[2]`` persons, assesses its risk,
-#: designs and applies the release; the allocators give back what they keep, the peak is reset
-#: (``/proc/self/clear_refs``) and the export's addition to the peak is printed.
+#: The app's export in a child (a fork of :class:`ForkServer`): a workbench opens the built-in census of ``argv[2]``
+#: persons, assesses its risk, designs and applies the release; the allocators give back what they keep, the peak is
+#: reset (``/proc/self/clear_refs``) and the export's addition to the peak is printed.
 EXPORT_CHILD = textwrap.dedent("""
     import ctypes, gc, json, sys, tempfile
     from pathlib import Path
@@ -224,16 +320,15 @@ EXPORT_BOUND_MIB = 44
 EXPORT_BYTES_PER_RECORD = 16
 
 
-def _export_added(rows: int) -> float:
-    proc = subprocess.run([sys.executable, "-c", EXPORT_CHILD, str(CHUNK), str(rows)], capture_output=True,
-                          text=True, env=_child_env(), timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return float(json.loads(proc.stderr.strip().splitlines()[-1])["added_mib"])
+def _export_added(rows: int, forks: ForkServer) -> float:
+    status, stderr = forks.run(EXPORT_CHILD, [str(CHUNK), str(rows)], timeout=900)
+    assert status == 0, stderr[-3000:]
+    return float(json.loads(stderr.strip().splitlines()[-1])["added_mib"])
 
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="the peak is reset through /proc")
-def test_the_workbench_export_holds_a_few_bytes_per_record() -> None:
-    small, large = _export_added(CHUNK), _export_added(EXPORT_LARGE)
+def test_the_workbench_export_holds_a_few_bytes_per_record(forks: ForkServer) -> None:
+    small, large = _export_added(CHUNK, forks), _export_added(EXPORT_LARGE, forks)
     limit = EXPORT_BOUND_MIB + EXPORT_BYTES_PER_RECORD * (EXPORT_LARGE - CHUNK) / 2**20
     assert large - small < limit, (f"the export added {small:.0f} MiB for {CHUNK:,} persons and {large:.0f} MiB for "
                                    f"{EXPORT_LARGE:,} (at most {limit:.0f} MiB more)")

@@ -1,9 +1,9 @@
 """Peak memory of ``pramkit swap`` and ``pramkit synthesize``, and their outputs the same as before it was cut.
 
 The peaks are measured as tests/test_memory_bounds.py measures them: a census-like Parquet file of one
-chunk and one of sixteen, each command in a fresh process reporting ``VmHWM``.  Both commands hold
-something per record, so each may grow from the small file to the large by a stated MiB and a stated
-number of bytes per record (about 1.5 times what was measured).
+chunk and one of sixteen, each command in a process of its own (a fork of one that imported pramkit once)
+reporting ``VmHWM``.  Both commands hold something per record, so each may grow from the small file to
+the large by a stated MiB and a stated number of bytes per record (about 1.5 times what was measured).
 
 Holding less changed no output: the code of commit :data:`BEFORE` (built from the repository's history, run
 in a process of its own, each command in a fork of it) and this tree's (run in the test's process: the
@@ -18,6 +18,7 @@ import datetime
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -25,7 +26,7 @@ from unittest import mock
 import pytest
 from _forked import run_forked
 from test_count_groups import REPO, archived_src
-from test_memory_bounds import CHUNK, LARGE, _peak, shared_census
+from test_memory_bounds import CHUNK, LARGE, ForkServer, _peak, shared_census
 
 from pramkit.swap.census import census_households
 
@@ -65,8 +66,9 @@ SWAP_BYTES_PER_RECORD = 240
 
 
 @pytest.mark.parametrize("kind", list(SWAP))
-def test_the_swap_holds_a_few_codes_per_person(census_files: dict[int, dict[str, str]], kind: str) -> None:
-    small, large = _peak(SWAP[kind](census_files[CHUNK])), _peak(SWAP[kind](census_files[LARGE]))
+def test_the_swap_holds_a_few_codes_per_person(census_files: dict[int, dict[str, str]], forks: ForkServer,
+                                               kind: str) -> None:
+    small, large = (_peak(SWAP[kind](census_files[rows]), forks=forks) for rows in (CHUNK, LARGE))
     limit = SWAP_MIB + SWAP_BYTES_PER_RECORD * ADDED / 2**20
     assert large - small < limit, (f"swap ({kind}): {small:.0f} MiB for one chunk, {large:.0f} MiB for sixteen "
                                    f"(at most {limit:.0f} MiB more)")
@@ -94,8 +96,9 @@ SYNTHESIZE_BYTES_PER_RECORD = 640
 FEW_SWEEPS = 'import pramkit.synthesize\npramkit.synthesize.synthesize_release.__kwdefaults__["sweeps"] = 2\n'
 
 
-def test_the_synthesis_grows_by_its_pool_and_the_records(census_files: dict[int, dict[str, str]]) -> None:
-    small, large = (_peak(_synthesize_args(census_files[rows]), FEW_SWEEPS) for rows in (CHUNK, LARGE))
+def test_the_synthesis_grows_by_its_pool_and_the_records(census_files: dict[int, dict[str, str]],
+                                                         forks: ForkServer) -> None:
+    small, large = (_peak(_synthesize_args(census_files[rows]), FEW_SWEEPS, forks) for rows in (CHUNK, LARGE))
     limit = SYNTHESIZE_MIB + SYNTHESIZE_BYTES_PER_RECORD * ADDED / 2**20
     assert large - small < limit, (f"synthesize: {small:.0f} MiB for one chunk, {large:.0f} MiB for sixteen "
                                    f"(at most {limit:.0f} MiB more)")
@@ -104,6 +107,14 @@ def test_the_synthesis_grows_by_its_pool_and_the_records(census_files: dict[int,
 @pytest.fixture(scope="module")
 def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, str]]:
     return shared_census(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def forks() -> Iterator[ForkServer]:
+    """The process whose forks run the commands measured (tests/test_memory_bounds.py's :class:`ForkServer`)."""
+    server = ForkServer()
+    yield server
+    server.close()
 
 
 # ------------------------------------------------------------------ the outputs, the same as before
