@@ -54,6 +54,13 @@ def _frames(spark, path: Path):
     return {n: df.repartition(n) for n in PARTITIONS}
 
 
+@pytest.fixture(scope="module")
+def silc_frames(spark, silc) -> dict:
+    """:func:`_frames` of EU-SILC, read once for the module (a read is a Spark job); each test runs its own
+    passes on them."""
+    return _frames(spark, silc)
+
+
 def _same_tables(a: counts.CountTables, b: counts.CountTables) -> None:
     assert a.columns == b.columns and a.categories == b.categories
     assert (a.rows, a.missing, a.complete_rows) == (b.rows, b.missing, b.complete_rows)
@@ -73,16 +80,16 @@ GROUPS = [["db040", "pl030"], ["db040", "pb220a"], ["hsize"], ["rb090", "pl030",
 
 
 @pytest.mark.parametrize("missing", ["exclude", "category"])
-def test_the_design_counts_are_the_local_engines_in_every_partitioning(spark, silc, missing):
+def test_the_design_counts_are_the_local_engines_in_every_partitioning(spark, silc, silc_frames, missing):
     local = counts.count_groups(silc, GROUPS, missing=missing)
-    for df in _frames(spark, silc).values():
+    for df in silc_frames.values():
         _same_tables(spark_counts.count_groups(df, GROUPS, missing=missing), local)
 
 
-def test_declared_categories_and_weights_are_counted_as_the_local_engine_counts_them(spark, silc):
+def test_declared_categories_and_weights_are_counted_as_the_local_engine_counts_them(spark, silc, silc_frames):
     declared = {"rb090": ("female", "male"), "pl030": (*map(str, range(1, 8)), None)}
     local = counts.count_file(silc, ["rb090", "pl030"], categories=declared, weights="rb050")
-    tables = spark_counts.count_groups(ps.read(spark, silc).repartition(3), [["rb090", "pl030"]],
+    tables = spark_counts.count_groups(silc_frames[3], [["rb090", "pl030"]],
                                        categories=declared, weights="rb050")
     (table,) = tables.tables
     assert table.categories == local.categories and (table.rows, table.missing) == (local.rows, local.missing)
@@ -206,12 +213,12 @@ def _close(a, b, path: str = "", rel: float = 1e-12, skip: tuple[str, ...] = ())
         assert a == b, path
 
 
-def test_risk_on_spark_is_the_local_risk_in_every_partitioning(spark, silc):
+def test_risk_on_spark_is_the_local_risk_in_every_partitioning(spark, silc, silc_frames):
     from pramkit.risk.identification import identification_risk
 
     local = identification_risk(silc, RISK_KEYS, sampling_fraction=0.01).to_dict()
     weighted = identification_risk(silc, RISK_KEYS, weights="rb050").to_dict()
-    for df in _frames(spark, silc).values():
+    for df in silc_frames.values():
         on_spark = identification_risk(df, RISK_KEYS, sampling_fraction=0.01).to_dict()
         _close(on_spark, local, rel=0)  # counts only: identical
         # the weights' sums differ in the last bit (another order of addition): the per-cell sampling fractions
@@ -252,6 +259,12 @@ def released(silc, tmp_path_factory) -> dict[str, Path]:
     return {"data": d / "released.csv", "manifest": d / "m.json"}
 
 
+@pytest.fixture(scope="module")
+def released_frames(spark, released) -> dict:
+    """:func:`_frames` of the release, read once for the module."""
+    return _frames(spark, released["data"])
+
+
 DESIGNS = {
     "unweighted": {},
     "weights": {"weights": "rb050"},
@@ -275,9 +288,10 @@ def _design_arguments(spec: dict, header: list[str]) -> dict:
 
 
 @pytest.mark.parametrize("design", list(DESIGNS))
-def test_estimates_on_spark_are_the_local_estimates_in_every_partitioning(spark, released, design, monkeypatch):
-    # the sums by household and cell (about 8 000 rows) reach the driver in pieces of about 2 000 rows
-    monkeypatch.setattr(spark_counts, "COLLECT_ROWS", 2_000)
+def test_estimates_on_spark_are_the_local_estimates_in_every_partitioning(spark, released, released_frames, design,
+                                                                         monkeypatch):
+    # the sums by household and cell (about 13 600 rows) reach the driver in three pieces (of at most 5 000 rows)
+    monkeypatch.setattr(spark_counts, "COLLECT_ROWS", 5_000)
     from pramkit.estimate import estimate_table
     from pramkit.manifest import Manifest
 
@@ -285,9 +299,8 @@ def test_estimates_on_spark_are_the_local_estimates_in_every_partitioning(spark,
     header = released["data"].read_text().splitlines()[0].split(",")
     kwargs = _design_arguments(DESIGNS[design], header)
     local = estimate_table(released["data"], manifest, ["pl030"], by="rb090", **kwargs).to_dict()
-    frames = _frames(spark, released["data"])
     for n in PARTITIONS if design == "strata and PSUs" else (3,):
-        on_spark = estimate_table(frames[n], manifest, ["pl030"], by="rb090", **kwargs).to_dict()
+        on_spark = estimate_table(released_frames[n], manifest, ["pl030"], by="rb090", **kwargs).to_dict()
         # sums of about 15 000 weights added in another order differ by up to n eps relative (3e-12), which
         # the estimator's inverse of the PRAM matrices amplifies: measured up to 3e-12 on the estimates
         _close(on_spark, local, rel=0 if design == "unweighted" else 1e-10)
@@ -304,27 +317,45 @@ def test_pramkit_estimate_on_spark_prints_the_local_estimates(spark, released, c
 
 # -- swap ---------------------------------------------------------------------------------------------------------
 
-def test_swap_on_spark_swaps_the_records_the_local_engine_swaps(spark, silc, key_file, tmp_path, capsys):
-    """The same records in the same order from several input splits (a small split size) and from one (the
-    command, at Spark's default split size of 128 MB: the file is 2.6 MB; a library run at that size too
-    was one more Spark swap through the same code)."""
-    from pramkit.io import read_table
-    from pramkit.swap.run import plan_swap, swap_file
+def _swap_plan():
+    from pramkit.swap.run import plan_swap
+
+    return plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
+
+
+@pytest.fixture(scope="module")
+def swapped_on_spark(spark, silc, key_file, tmp_path_factory) -> dict:
+    """EU-SILC swapped by the library on Spark from three input splits (a small split size: the file is
+    2 MB), made once for the module: the swap test compares it with the local engine's, and the test of a
+    failed swap copies it as the release from before.  Its output folder (with its receipt), its result and
+    the number of splits Spark read."""
     from pramkit.swap.spark import swap_file_spark
 
-    plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
-    local = swap_file(silc, plan, tmp_path / "local.csv", key=key_file)
-    expected = read_table(tmp_path / "local.csv", na_values=())
-    assert ps.read(spark, silc).rdd.getNumPartitions() == 1  # the default split size: one split
+    out = tmp_path_factory.mktemp("swapped") / "swapped.csv"
     before = spark.conf.get("spark.sql.files.maxPartitionBytes")
     try:
-        spark.conf.set("spark.sql.files.maxPartitionBytes", "400000")
-        result = swap_file_spark(silc, plan, tmp_path / "spark.csv", key=key_file)
-        assert result.swapped_households == local.swapped_households > 0
-        assert read_table(tmp_path / "spark.csv", na_values=()).equals(expected)
-        assert ps.read(spark, silc).rdd.getNumPartitions() > 1  # the small split size did split the file
+        spark.conf.set("spark.sql.files.maxPartitionBytes", "800000")
+        result = swap_file_spark(silc, _swap_plan(), out, key=key_file)
+        splits = ps.read(spark, silc).rdd.getNumPartitions()
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    return {"out": out, "result": result, "splits": splits}
+
+
+def test_swap_on_spark_swaps_the_records_the_local_engine_swaps(spark, silc, key_file, swapped_on_spark, tmp_path,
+                                                                capsys):
+    """The same records in the same order from several input splits (the library, at a small split size) and
+    from one (the command, at Spark's default split size of 128 MB; a library run at that size too was one
+    more Spark swap through the same code)."""
+    from pramkit.io import read_table
+    from pramkit.swap.run import swap_file
+
+    local = swap_file(silc, _swap_plan(), tmp_path / "local.csv", key=key_file)
+    expected = read_table(tmp_path / "local.csv", na_values=())
+    assert ps.read(spark, silc).rdd.getNumPartitions() == 1  # the default split size: one split
+    assert swapped_on_spark["splits"] > 2  # the small split size did split the file
+    assert swapped_on_spark["result"].swapped_households == local.swapped_households > 0
+    assert read_table(swapped_on_spark["out"], na_values=()).equals(expected)
     code = main(["swap", str(silc), "--hid", "db030", "--geo", "db040", "--risk-vars", "rb090,pl030", "--rate",
                  "0.1", "--key-file", str(key_file), "--out", str(tmp_path / "cli.csv"), "--engine", "spark",
                  "--json"])
@@ -332,18 +363,18 @@ def test_swap_on_spark_swaps_the_records_the_local_engine_swaps(spark, silc, key
     assert read_table(tmp_path / "cli.csv", na_values=()).equals(expected)
 
 
-def test_a_spark_swap_that_fails_while_writing_leaves_the_earlier_release(spark, silc, key_file, tmp_path,
-                                                                         monkeypatch):
-    """A write failing mid-job: the folder and its receipt from before stay as they were, nothing staged
-    is left beside them, the input is unchanged."""
+def test_a_spark_swap_that_fails_while_writing_leaves_the_earlier_release(spark, silc, key_file, swapped_on_spark,
+                                                                         tmp_path, monkeypatch):
+    """A write failing mid-job: the folder and its receipt from before (the test's own copy of the module's
+    Spark swap) stay as they were, nothing staged is left beside them, the input is unchanged."""
     import pramkit.swap.spark as spark_swap
     from pramkit.engine.receipt import receipt_path
     from pramkit.errors import WriteError
-    from pramkit.swap.run import plan_swap
 
-    plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
+    plan = _swap_plan()
     out = tmp_path / "swapped.csv"
-    spark_swap.swap_file_spark(silc, plan, out, key=key_file)
+    shutil.copytree(swapped_on_spark["out"], out)
+    shutil.copy2(receipt_path(swapped_on_spark["out"]), receipt_path(out))
     before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     source = silc.read_bytes()
 
@@ -413,10 +444,10 @@ def test_the_audit_on_spark_passes_a_release_as_the_local_engine_does(spark, aud
     assert local["passed"]
     before = spark.conf.get("spark.sql.files.maxPartitionBytes")
     try:
-        for split in ("128MB", "300000"):
+        for split in ("128MB", "800000"):
             spark.conf.set("spark.sql.files.maxPartitionBytes", split)
             assert _audit(audited, audited["released"], "spark", key=key_file) == local
-        assert ps.read(spark, audited["released"]).rdd.getNumPartitions() > 1  # the small split did split it
+        assert ps.read(spark, audited["released"]).rdd.getNumPartitions() > 2  # the small split: three pieces
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", before)
     key = next(c for c in local["checks"] if c["field"] == "derived again with the key")
