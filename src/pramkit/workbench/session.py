@@ -57,7 +57,6 @@ KEPT_DESIGN = ("the design shown was released as it is: its noise was drawn befo
 CENSUS_BLOCK = 100_000
 
 
-
 def _keep(given: str | Path, kept: Path) -> None:
     """Copy an input file into the work folder, whole or not at all.
 
