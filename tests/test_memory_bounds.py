@@ -4,7 +4,7 @@ A census-like Parquet file (households, 300 areas, a survey weight) and its rele
 two sizes: one of a single chunk and one of sixteen.  Each command runs in a process of its own, reading
 in chunks of the small file's size, and reports its peak resident memory (``VmHWM`` of
 ``/proc/self/status``: ``ru_maxrss`` would carry the parent's peak across the fork).  The processes
-are forks of one that imported pramkit and its libraries once (:class:`ForkServer`): a fork's
+are forks of one that imported pramkit and its libraries once (:class:`_forked.ForkServer`): a fork's
 ``VmHWM`` starts at what it shares with that process, as a fresh interpreter's starts at what it
 imports, so both sizes start from the same base.  Had a command held the file (its columns, or a row
 of cell totals per household), the large file would add hundreds of MiB to the peak; a command
@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _forked import ForkServer
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak memory is read from /proc")]
@@ -114,85 +112,23 @@ def _child_env() -> dict[str, str]:
             **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")}
 
 
-#: The process :class:`ForkServer` starts: it imports pramkit, the commands' modules and the libraries they load
-#: (and the modules named in place of ``EXTRA``), then reads one request a line (JSON: a child's code, its
-#: ``sys.argv[1:]`` and a folder) and runs the code in a fork of itself, the fork's stdout and stderr written into
-#: the folder; it answers each with the fork's exit status.  Only imports run before a fork (as in tests/_forked.py).
-FORK_SERVER = textwrap.dedent("""
-    import json, os, sys, traceback
-    import numpy, pandas, pyarrow, pyarrow.compute, pyarrow.csv, pyarrow.parquet, scipy.sparse  # noqa: F401
-    import pramkit.audit, pramkit.audit.release, pramkit.cli, pramkit.counts, pramkit.engine.perturb  # noqa: F401
-    import pramkit.estimate, pramkit.io, pramkit.risk.household, pramkit.risk.identification  # noqa: F401
-    import pramkit.risk.suda, pramkit.swap, pramkit.synthesize  # noqa: F401
-    EXTRA
-    for line in sys.stdin:
-        code, argv, folder = json.loads(line)
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            for fd, name in ((1, "stdout"), (2, "stderr")):
-                os.dup2(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
-            sys.argv = ["-c", *argv]
-            try:
-                exec(compile(code, "<child>", "exec"), {"__name__": "__main__"})
-                status = 0
-            except SystemExit as stop:
-                status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
-            except BaseException:
-                traceback.print_exc()
-                status = 99
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
-        print(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])), flush=True)
-""")
+#: What the memory server imports before its forks (beside :data:`_forked.LIBRARIES`): the commands' modules and
+#: the libraries they load.
+COMMAND_MODULES = ("scipy.sparse", "pramkit.audit", "pramkit.audit.release", "pramkit.cli", "pramkit.counts",
+                   "pramkit.engine.perturb", "pramkit.estimate", "pramkit.io", "pramkit.risk.household",
+                   "pramkit.risk.identification", "pramkit.risk.suda", "pramkit.swap", "pramkit.synthesize")
 
 
-class ForkServer:
-    """A process (:data:`FORK_SERVER`) that runs each child of a measurement in a fork of itself.  A fork's
-    ``VmHWM`` is not its parent's: it starts at the fork's resident memory (what it shares with the server), so a
-    child's peak is its own, as in a fresh interpreter, without the second each fresh interpreter spends
-    importing pramkit and its libraries (most of a small file's time)."""
-
-    def __init__(self, extra: tuple[str, ...] = ()) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="pramkit-peaks-"))
-        script = FORK_SERVER.replace("EXTRA", f"import {', '.join(extra)}" if extra else "pass")
-        with open(self.folder / "stderr", "w") as err:
-            self.proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=err, text=True, env=_child_env())
-        self.runs = 0
-
-    def run(self, code: str, argv: list[str], timeout: float) -> tuple[int, str]:
-        """Run ``code`` with ``sys.argv[1:]`` ``argv`` in a fork: its exit status and stderr."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.runs += 1
-        folder = self.folder / str(self.runs)
-        folder.mkdir()
-        self.proc.stdin.write(json.dumps([code, argv, str(folder)]) + "\n")
-        self.proc.stdin.flush()
-        if not select.select([self.proc.stdout], [], [], timeout)[0]:
-            self.close()
-            raise TimeoutError(f"no answer in {timeout:g} s: {argv}")
-        line = self.proc.stdout.readline()
-        assert line, (self.folder / "stderr").read_text()[-3000:]  # the server ended
-        return int(json.loads(line)), (folder / "stderr").read_text()
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
+    """A :class:`_forked.ForkServer` for the measurements: the commands' modules and ``extra`` imported, this
+    tree's code in the environment of :func:`_child_env`."""
+    return ForkServer((*COMMAND_MODULES, *extra), _child_env())
 
 
 @pytest.fixture(scope="module")
 def forks() -> Iterator[ForkServer]:
     """The process whose forks run the commands measured, the report's figures and the workbench imported too."""
-    server = ForkServer(("matplotlib.backends.backend_agg", "matplotlib.figure", "jinja2", "pramkit.report",
+    server = fork_server(("matplotlib.backends.backend_agg", "matplotlib.figure", "jinja2", "pramkit.report",
                          "pramkit.workbench"))
     yield server
     server.close()

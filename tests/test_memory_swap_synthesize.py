@@ -24,9 +24,9 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from _forked import run_forked
+from _forked import ForkServer, run_forked
 from test_count_groups import REPO, archived_src
-from test_memory_bounds import CHUNK, LARGE, ForkServer, _peak, shared_census
+from test_memory_bounds import CHUNK, LARGE, _peak, fork_server, shared_census
 
 from pramkit.swap.census import census_households
 
@@ -111,8 +111,8 @@ def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str
 
 @pytest.fixture(scope="module")
 def forks() -> Iterator[ForkServer]:
-    """The process whose forks run the commands measured (tests/test_memory_bounds.py's :class:`ForkServer`)."""
-    server = ForkServer()
+    """The process whose forks run the commands measured (tests/test_memory_bounds.py's :func:`fork_server`)."""
+    server = fork_server()
     yield server
     server.close()
 
