@@ -35,6 +35,21 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.setdefault(variable, "1")
     if not hasattr(config, "workerinput"):
         _share_compiled_programs(config)
+        _quick_spark_jvm()
+
+
+#: The Java options of the tests' Spark: its just-in-time compiler stops at its first tier (C1).
+SPARK_TEST_JVM = "-XX:TieredStopAtLevel=1"
+
+
+def _quick_spark_jvm() -> None:
+    """Spark's Java process, started by a test or by a command a test starts, compiles with its first tier only
+    (:data:`SPARK_TEST_JVM`).  The tests' few thousand records make short jobs, most of whose time is Java code
+    run once or a few times: the second tier's optimising compiles cost more CPU than they save (the two files of
+    Spark tests took 91 s of CPU instead of 116).  What Spark computes does not depend on it.  Passed as the
+    driver's options of ``PYSPARK_SUBMIT_ARGS`` (not ``JAVA_TOOL_OPTIONS``, which the JVM announces on standard
+    error, where a command's one-line errors are checked); a value the environment sets is kept."""
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-java-options {SPARK_TEST_JVM} pyspark-shell")
 
 
 def _share_compiled_programs(config: pytest.Config) -> None:
