@@ -48,12 +48,13 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 import pytest
+from _forked import ForkServer
 from conftest import SDC_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -366,7 +367,7 @@ def earlier_shell(block: Block) -> Block | None:
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory, store) -> Callable[[Block], Path]:
+def session(tmp_path_factory: pytest.TempPathFactory, store, commands: Path) -> Callable[[Block], Path]:
     """The folder a session page's shell block leaves, made once per run from the folder the block
     before it left."""
     made = tmp_path_factory.mktemp("sessions")
@@ -382,7 +383,7 @@ def session(tmp_path_factory: pytest.TempPathFactory, store) -> Callable[[Block]
             else:
                 shutil.copytree(after(before), work)
             prepare(block, work, store)
-            run_shell(block, work)
+            run_shell(block, work, commands)
             work.rename(where)
         return where
 
@@ -391,8 +392,30 @@ def session(tmp_path_factory: pytest.TempPathFactory, store) -> Callable[[Block]
 
 # --- running ---------------------------------------------------------------------------------------
 
-def run_shell(block: Block, folder: Path) -> None:
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+#: What the process behind the blocks' ``pramkit`` imports before its forks (:func:`commands`): the libraries and
+#: the modules of the commands the pages run.
+COMMAND_IMPORTS = ("scipy.optimize", "scipy.sparse", "jinja2", "matplotlib.figure", "matplotlib.backends.backend_agg",
+                   "pramkit.audit", "pramkit.audit.release", "pramkit.cli", "pramkit.counts", "pramkit.design",
+                   "pramkit.engine.perturb", "pramkit.estimate", "pramkit.io", "pramkit.report", "pramkit.risk.suda",
+                   "pramkit.swap", "pramkit.synthesize")
+
+
+@pytest.fixture(scope="module")
+def commands() -> Iterator[Path]:
+    """A folder whose ``pramkit`` runs each call in a fork of one process that imported pramkit and its libraries
+    (tests/_forked.py), in the caller's folder and environment, with its standard streams: the blocks call
+    ``pramkit`` over a hundred times, and each fresh process spent most of its second importing them.  The installed
+    command itself is run by :func:`test_shell_runner` and the wheel's check."""
+    server = ForkServer(COMMAND_IMPORTS, os.environ)
+    yield server.command_folder()
+    server.close()
+
+
+def run_shell(block: Block, folder: Path, commands: Path | None = None) -> None:
+    """Run a shell block in ``folder`` (``set -eo pipefail``), this Python's ``pramkit`` on the ``PATH``, or
+    ``commands``'s (:func:`commands`) if given."""
+    path = [*([str(commands)] if commands else []), os.path.dirname(sys.executable), os.environ.get("PATH", "")]
+    env = dict(os.environ, PATH=os.pathsep.join(path))
     script = "set -eo pipefail\n" + adjusted(block)
     assert "pip install" not in script, f"{block.id}: the harness does not install packages (SHELL_ADJUSTMENTS)"
     done = subprocess.run(["bash", "-c", script], cwd=folder, env=env, capture_output=True, text=True,
@@ -422,7 +445,8 @@ def _in_session(block: Block) -> bool:
 @pytest.mark.parametrize("block", [
     pytest.param(b, id=b.id, marks=[pytest.mark.xdist_group(f"session {b.page.name}")] if _in_session(b) else [])
     for b in RUN])
-def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store, session) -> None:
+def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store, session,
+                    commands: Path) -> None:
     if block.cell and os.environ.get("PRAMKIT_SITE_EXECUTES_CELLS") == "1":
         pytest.skip(f"{block.id}: a code cell, which the documentation build of this run executes")
     for page, pattern, reason in SKIPS:
@@ -442,7 +466,7 @@ def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             session(block)  # runs the block in a copy of the folder ``before`` left, kept for the next block
             return
         prepare(block, tmp_path, store)
-        run_shell(block, tmp_path)
+        run_shell(block, tmp_path, commands)
         return
     # the page's Python blocks up to this one, in one namespace; a %%bash cell of an executed page runs
     # after them, in their folder, as the site's kernel runs it; a file they write is not prepared
@@ -461,7 +485,7 @@ def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                 raise
             pytest.fail(f"{b.id}, an earlier Python block of the page, failed: {error!r}")
     if block.kind == "shell":
-        run_shell(block, tmp_path)
+        run_shell(block, tmp_path, commands)
 
 
 # --- the docs keep their examples where this harness sees them -------------------------------------
@@ -543,6 +567,7 @@ def test_json_examples_are_json() -> None:
             Manifest.from_dict(value)
 
 
+@pytest.mark.parametrize("forked", [False, True], ids=["installed", "forked"])
 @pytest.mark.parametrize("text, ok", [
     ("true\n", True),
     ("false\necho not reached\n", False),                    # set -e: the first failing command stops the block
@@ -551,13 +576,46 @@ def test_json_examples_are_json() -> None:
     ("pramkit --version\n", True),                           # the installed pramkit is on PATH
     ("pramkit design --probs 0.5,0.5 --epsilon -1\n", False),  # a command's error fails the block
 ])
-def test_shell_runner(tmp_path: Path, text: str, ok: bool) -> None:
+def test_shell_runner(tmp_path: Path, text: str, ok: bool, forked: bool, request: pytest.FixtureRequest) -> None:
     block = Block(ROOT / "README.md", 1, "bash", text)
+    commands = request.getfixturevalue("commands") if forked else None
     if ok:
-        run_shell(block, tmp_path)
+        run_shell(block, tmp_path, commands)
     else:
         with pytest.raises(AssertionError, match="exited"):
-            run_shell(block, tmp_path)
+            run_shell(block, tmp_path, commands)
+
+
+#: Calls whose every effect the forked ``pramkit`` must share with the installed one: its output on stdout and
+#: stderr, its status, the files it writes where it was called, what it reads on stdin, the environment it sees
+#: (a key in ``PRAMKIT_KEY``), a pipe closed early.
+SAME_AS_INSTALLED = [
+    "pramkit --version",
+    "pramkit design --probs 0.5,0.5 --epsilon -1",
+    "mkdir -p sub && cd sub && pramkit design --probs 0.6,0.3,0.1 --epsilon 1 --out m.json && ls && cat m.json "
+    "| grep -v created",
+    "pramkit app --help | head -n 3",
+    "printf 'x\\n1\\n2\\n' | pramkit info - 2>&1 || echo status $?",
+    "pramkit demo --help >/dev/null && echo $?",
+    "PRAMKIT_KEY=$(printf '%064d' 0) pramkit apply census.csv --manifest none.json --out r.csv 2>&1 "
+    "|| echo status $?",
+]
+
+
+@pytest.mark.parametrize("text", SAME_AS_INSTALLED)
+def test_the_forked_pramkit_is_the_installed_one(tmp_path: Path, text: str, commands: Path) -> None:
+    """The documentation's blocks run ``pramkit`` in forks (:func:`commands`): each call gives what the installed
+    command gives, on stdout, stderr and its status, in the caller's folder and environment."""
+    runs = []
+    for folder in ("installed", "forked"):
+        (tmp_path / folder).mkdir()
+        path = [*([str(commands)] if folder == "forked" else []), os.path.dirname(sys.executable),
+                os.environ.get("PATH", "")]
+        done = subprocess.run(["bash", "-c", text], cwd=tmp_path / folder, capture_output=True, text=True,
+                              env=dict(os.environ, PATH=os.pathsep.join(path)), timeout=120)
+        files = sorted(p.relative_to(tmp_path / folder).as_posix() for p in (tmp_path / folder).rglob("*"))
+        runs.append((done.returncode, done.stdout, done.stderr, files))
+    assert runs[0] == runs[1]
 
 
 @pytest.mark.parametrize("text, lang, code", [
