@@ -152,32 +152,71 @@ def test_the_carried_marginals_give_mbis_own_iterates(problem):
 
 
 def test_the_cpu_code_generation_flag_is_set_before_jax_starts_only(tmp_path):
-    """A fresh process gets :data:`CPU_CODEGEN`'s flag (on the jaxlib it was measured on), and so does one that
-    imported JAX without computing; one whose JAX backend started first keeps its flags and is warned that its
-    release is not the fresh process's; a user's own setting is kept."""
+    """A fresh process gets :data:`CPU_CODEGEN`'s flags (on the jaxlib they were measured on), and so does one
+    that imported JAX without computing; one whose JAX backend started first keeps its flags and is warned that
+    its release is not the fresh process's; a user's own setting of a flag is kept, and the others are added."""
     import subprocess
     import sys
     from importlib import metadata
 
     from pramkit.synthesize_pgm import CPU_CODEGEN
 
-    flag, tested = CPU_CODEGEN
+    flags, tested = CPU_CODEGEN
     code = ("import os, sys\n{pre}\nfrom pramkit.synthesize_pgm import import_mbi\nimport_mbi()\n"
             "print(os.environ.get('XLA_FLAGS', ''))")
     env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
 
-    def run(pre: str, **extra: str) -> tuple[str, str]:
+    def run(pre: str, **extra: str) -> tuple[list[str], str]:
         out = subprocess.run([sys.executable, "-c", code.format(pre=pre)], capture_output=True, text=True,
                              env={**env, **extra}, check=True)
-        return out.stdout.strip(), out.stderr
+        return out.stdout.split(), out.stderr
 
     measured = any(metadata.version("jaxlib").startswith(t) for t in tested)
-    assert (flag in run("")[0]) == measured
-    assert (flag in run("import jax, jax.numpy")[0]) == measured       # imported, not started: XLA reads it later
+    assert run("")[0] == (list(flags) if measured else [])
+    assert run("import jax, jax.numpy")[0] == (list(flags) if measured else [])  # imported, not started
     started, warned = run("import jax.numpy as jnp\njnp.ones(2).block_until_ready()")
-    assert started == "" and ("not the file a fresh process draws" in warned) == measured
-    mine = flag.replace("false", "true")
-    assert run("", XLA_FLAGS=mine)[0] == mine
+    assert started == [] and ("not the file a fresh process draws" in warned) == measured
+    mine = flags[0].replace("false", "true")
+    assert run("", XLA_FLAGS=mine)[0] == [mine, *(flags[1:] if measured else [])]
+
+
+#: A child summing a large array over its leading axes with JAX, started as pramkit starts it, on the cores of
+#: ``sys.argv[1]`` (its affinity; XLA's pool has a thread per core the process may use): the sums' bytes.
+THREADS_CHILD = """
+import hashlib, os, sys
+import numpy as np
+os.sched_setaffinity(0, {int(c) for c in sys.argv[1].split(",")})
+from pramkit.synthesize_pgm import _quiet_jax, import_mbi
+import_mbi()
+import jax, jax.numpy as jnp
+with _quiet_jax():
+    a = jnp.asarray(np.random.default_rng(0).random((300, 400, 50)))
+    sums = jax.jit(lambda x: (x.sum(axis=(0, 1)), jax.scipy.special.logsumexp(x, axis=(0, 2))))(a)
+    print(hashlib.sha256(b"".join(np.asarray(s).tobytes() for s in sums)).hexdigest())
+"""
+
+
+def test_a_sum_of_the_fit_is_the_same_on_one_core_as_on_several() -> None:
+    """XLA's default on jaxlib 0.10 hands a large reduction to YNNPACK, which splits it among the threads of the
+    pool (one per core) and adds the pieces: the same sums, and so the same model and key, gave another file on
+    one core than on two.  With pramkit's flags (:data:`CPU_CODEGEN`) a process allowed one core and one allowed
+    every core compute the same bytes (without the YNNPACK flag, they differ on two cores)."""
+    import os
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    from pramkit.synthesize_pgm import CPU_CODEGEN
+
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core: nothing to compare")
+    if not any(metadata.version("jaxlib").startswith(t) for t in CPU_CODEGEN[1]):
+        pytest.skip("pramkit sets its XLA flags on the jaxlib they were measured on only")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    digests = [subprocess.run([sys.executable, "-c", THREADS_CHILD, ",".join(map(str, use))], env=env, check=True,
+                              capture_output=True, text=True).stdout.strip() for use in (cores[:1], cores)]
+    assert digests[0] == digests[1]
 
 
 def test_a_marginal_whose_product_underflows_keeps_its_rules() -> None:

@@ -412,12 +412,20 @@ def _quiet_jax() -> Iterator[None]:
         jax.config.update("jax_enable_compilation_cache", cache)
 
 
-#: XLA's CPU code generation for fused operations: the older emitters, which compile a round's fit in about
-#: three quarters of the time and run it faster (NIST's demographic features: a release in 46 s instead of
-#: 65 s).  Set only for the jaxlib releases it was measured on (an XLA that does not know a flag stops the
-#: process), only before JAX's backend starts (XLA reads its flags then), and never over the user's own
-#: setting of it.  The emitters round differently, so they draw another file from the same key.
-CPU_CODEGEN = ("--xla_cpu_use_fusion_emitters=false", ("0.10",))
+#: XLA's CPU code generation, set only for the jaxlib releases it was measured on (an XLA that does not know a
+#: flag stops the process), only before JAX's backend starts (XLA reads its flags then), and never over the user's
+#: own setting of a flag:
+#:
+#: * the older emitters for fused operations, which compile a round's fit in about three quarters of the time and
+#:   run it faster (NIST's demographic features: a release in 46 s instead of 65 s);
+#: * reductions emitted by XLA itself, not by the YNNPACK library, and matrix products on one thread of Eigen.
+#:   YNNPACK splits a large reduction among the threads of XLA's pool, one per core the process may use, and adds
+#:   the pieces: its sums, and so the fitted model and the file drawn from it, depended on the machine's number of
+#:   cores (the same key drew another file on one core than on two).
+#:
+#: Each rounds otherwise, so they draw another file from the same key than XLA's defaults.
+CPU_CODEGEN = (("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_experimental_ynn_fusion_type=-reduce",
+                "--xla_cpu_multi_thread_eigen=false"), ("0.10",))
 
 
 def _jax_started() -> bool:
@@ -442,26 +450,30 @@ def _jax_started() -> bool:
 
 
 def _cpu_codegen(environ: Any = None) -> bool:
-    """Add :data:`CPU_CODEGEN`'s flag to ``XLA_FLAGS`` (``environ``, default the process's) when JAX's backend
-    has not started and the installed jaxlib is one it was measured on; True when added.
+    """Add :data:`CPU_CODEGEN`'s flags to ``XLA_FLAGS`` (``environ``, default the process's) when JAX's backend
+    has not started and the installed jaxlib is one they were measured on; True when any was added.
 
-    When the backend has started without the flag (something in the process computed with JAX first), a
+    When the backend has started without them (something in the process computed with JAX first), a
     :class:`~pramkit.errors.PramkitWarning` says that this release is not the file a fresh process draws
     from the same key, and how to make it so.
 
     Examples
     --------
     >>> env = {"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}
-    >>> _cpu_codegen(env), env["XLA_FLAGS"]  # the user's own choice is kept
-    (False, '--xla_cpu_use_fusion_emitters=true')
+    >>> added = _cpu_codegen(env)
+    >>> env["XLA_FLAGS"].split()[0]  # the user's own choice is kept
+    '--xla_cpu_use_fusion_emitters=true'
+    >>> "--xla_cpu_use_fusion_emitters=false" in env["XLA_FLAGS"]
+    False
     """
     import os
     from importlib import metadata
 
     environ = os.environ if environ is None else environ
-    flag, tested = CPU_CODEGEN
+    flags, tested = CPU_CODEGEN
     current = environ.get("XLA_FLAGS", "")
-    if flag.split("=")[0] in current:
+    missing = [flag for flag in flags if flag.split("=")[0] not in current]
+    if not missing:
         return False
     try:
         version = metadata.version("jaxlib")
@@ -472,12 +484,12 @@ def _cpu_codegen(environ: Any = None) -> bool:
     if _jax_started():
         from pramkit.errors import PramkitWarning
 
-        warnings.warn(f"JAX started before pramkit could set XLA_FLAGS={flag}: XLA's newer CPU emitters round "
-                      "otherwise, so this release is not the file a fresh process draws from the same key. Set "
-                      "that flag before JAX starts (or start pramkit first) to draw it", PramkitWarning,
+        warnings.warn(f"JAX started before pramkit could set XLA_FLAGS={' '.join(missing)}: XLA rounds otherwise "
+                      "without them, so this release is not the file a fresh process draws from the same key. Set "
+                      "those flags before JAX starts (or start pramkit first) to draw it", PramkitWarning,
                       stacklevel=3)
         return False
-    environ["XLA_FLAGS"] = f"{current} {flag}".strip()
+    environ["XLA_FLAGS"] = " ".join([current, *missing]).strip()
     return True
 
 
