@@ -484,10 +484,10 @@ def _cpu_codegen(environ: Any = None) -> bool:
     if _jax_started():
         from pramkit.errors import PramkitWarning
 
-        warnings.warn(f"JAX started before pramkit could set XLA_FLAGS={' '.join(missing)}: XLA rounds otherwise "
-                      "without them, so this release is not the file a fresh process draws from the same key. Set "
-                      "those flags before JAX starts (or start pramkit first) to draw it", PramkitWarning,
-                      stacklevel=3)
+        warnings.warn(f"JAX started before pramkit could add {' '.join(missing)} to XLA_FLAGS: XLA rounds "
+                      "otherwise without them, so this release is not the file a fresh process draws from the same "
+                      "key. Set those flags in XLA_FLAGS before JAX starts (or start pramkit first) to draw it",
+                      PramkitWarning, stacklevel=3)
         return False
     environ["XLA_FLAGS"] = " ".join([current, *missing]).strip()
     return True
