@@ -325,6 +325,36 @@ def test_draws_use_streams_of_their_own(census_release) -> None:
         assert (res.data[node.name].astype(str).to_numpy() == labels[draws[:, j]]).all()
 
 
+def test_the_fit_and_the_draws_sum_on_one_blas_thread(census_release, monkeypatch) -> None:
+    """BLAS splits a product among its threads (one per core) and adds the pieces, so the same key drew another
+    file on one core than on two (NIST's demographic features, the benchmark's dp-shuffle-1-resampled).  Every
+    product of the fit and of the draws runs with BLAS on one thread, even where the process set it to more; and
+    the resampled file is the one BLAS on one thread gives."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import pramkit.resample as rs
+
+    seen: set[int] = set()
+
+    def watch(function):
+        def watched(*args, **kwargs):
+            seen.update(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+            return function(*args, **kwargs)
+        return watched
+
+    monkeypatch.setattr(rs, "_fit", watch(rs._fit))          # the fit's estimates (step 3)
+    monkeypatch.setattr(rs, "_rescale", watch(rs._rescale))  # the draws' messages (step 4)
+    _, m, released = census_release
+    with threadpool_limits(limits=2, user_api="blas"):
+        if not {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} - {1}:
+            pytest.skip("BLAS here cannot run on two threads")
+        res = resample_release(released, m, key=KEY)
+    assert seen == {1}
+    with threadpool_limits(limits=1, user_api="blas"):
+        again = resample_release(released, m, key=KEY)
+    pd.testing.assert_frame_equal(res.data, again.data)
+
+
 # ------------------------------------------------------------------ receipts and the estimate refusal
 
 def test_receipt_says_post_processing_and_estimate_refuses(tmp_path: Path, capsys) -> None:
