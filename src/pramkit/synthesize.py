@@ -87,6 +87,7 @@ from pramkit.synthesize_pgm import (
     check_neighbours,
     check_pgm_settings,
     check_rounds,
+    check_tables_per_fit,
     import_mbi,
 )
 
@@ -287,6 +288,7 @@ def synthesize_release(
     bins: Mapping[str, int] | str | None = None,
     draw: str | None = None,
     records_per_draw: float | None = None,
+    tables_per_fit: int | None = None,
     quiet: bool = False,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
@@ -371,6 +373,10 @@ def synthesize_release(
         keyed part of them is given to two records each, so that fewer distinct records are released than
         with one draw a record, without min-count 2's floor of two on every combination.  The manifest's
         ``procedure.records_per_draw`` states it (absent: the whole number ``min_count`` gives).
+    tables_per_fit : int, optional
+        With ``model="pgm"``: the tables chosen and measured between two fits of the model, 1 to 16 (default
+        :data:`pramkit.synthesize_pgm.TABLES_PER_FIT`; 1: each fitted before the next is chosen, AIM's order).
+        The manifest's ``procedure.tables_per_fit`` states it.
     quiet : bool
         No progress bars (with ``model="pgm"``: the records read, the budget spent by the rounds, the variables
         drawn, the records written).
@@ -413,6 +419,7 @@ def synthesize_release(
     bins = check_bins(bins, variables, model)
     draw = check_draw(draw, model)
     records_per_draw = check_records_per_draw(records_per_draw, min_count, model)
+    per_fit = check_tables_per_fit(tables_per_fit, model)
     if model == "pgm" and public_cols:
         raise ParameterError(f"the model pgm conditions on no public column: give public '' (got "
                              f"{', '.join(public_cols)}), or use the model margins")
@@ -427,7 +434,7 @@ def synthesize_release(
     sk = resolve_key(key)
     if model == "pgm":
         made = _draw_pgm(read, variables, read.cats, rules, epsilon, sk, min_count, max_cells, neighbours,
-                         rounds, delta, quiet, bins, draw, records_per_draw)
+                         rounds, delta, quiet, bins, draw, records_per_draw, per_fit)
     else:
         made = _draw_margins(read, variables, public_cols, rules, epsilon, sk, pool, sweeps, min_count,
                              public_bins, decimal if src is not None else CSV_DECIMAL)
@@ -632,7 +639,7 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
               epsilon: float, sk: SecretKey, min_count: int, max_cells: int, neighbours: str = "replace-one",
               rounds: int | None = None, delta: float | None = None, quiet: bool = True,
               bins: Mapping[str, int] | None = None, draw: str = "systematic",
-              records_per_draw: float | None = None) -> _Made:
+              records_per_draw: float | None = None, tables_per_fit: int = 1) -> _Made:
     """The model ``"pgm"`` (:mod:`pramkit.synthesize_pgm`): marginals chosen and measured under the budget, a
     graphical model fitted to them with the rules as structural zeros, one record drawn per record (under
     add-or-remove neighbours, as many as the noisy tables estimate), and shared by pairs with ``min_count``
@@ -642,7 +649,8 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
     ``bins``: the declared bins (``None``: none, which the draws' key does not name); ``draw``: the draw
     setting (:mod:`pramkit.pgm_balance`; ``"systematic"``, the only draw before it, the draws' key does not
     name); ``records_per_draw``: the records given each draw on average (``None``: ``min_count``, which the
-    draws' key does not name)."""
+    draws' key does not name); ``tables_per_fit``: the tables chosen between two fits (1, AIM's order, the draws'
+    key does not name)."""
     from pramkit.synthesize_pgm import default_rounds, fit_and_draw
 
     holes = [v for v in variables if None in cats[v]]
@@ -656,13 +664,14 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
                            *([{"delta": delta}] if delta is not None else []),
                            *([{"bins": bins}] if bins else []),
                            *([{"draw": draw}] if draw != "systematic" else []),
-                           *([{"records_per_draw": records_per_draw}] if records_per_draw is not None else [])]
+                           *([{"records_per_draw": records_per_draw}] if records_per_draw is not None else []),
+                           *([{"tables_per_fit": tables_per_fit}] if tables_per_fit != 1 else [])]
                           ).encode()
     draw_key = sk.for_data("synthesize-pgm", Pieces(read.codes.size * 8, code_chunks(read.codes)), settings)
     fit = fit_and_draw(read.pop_codes(), variables, cats, epsilon=epsilon, key=sk, draw_key=draw_key, rules=rules,
                        max_cells=max_cells, neighbours=neighbours, rounds=rounds, delta=delta,
                        share=min_count if records_per_draw is None else records_per_draw,
-                       bins=bins, draw_by=draw, quiet=quiet)
+                       bins=bins, draw_by=draw, tables_per_fit=tables_per_fit, quiet=quiet)
     drawn, shared = fit.drawn, fit.shared  # with min-count 2, half as many drawn, each given to two records
     measurements = [Measurement(t.axes, t.shape, t.epsilon, t.noisy, t.sensitivity, t.sigma2)
                     for t in fit.measurements]
@@ -673,7 +682,8 @@ def _draw_pgm(read: _Read, variables: tuple[str, ...], cats: dict[str, list[Any]
                  **({"delta": delta} if delta is not None else {}), "compress": COMPRESS_SD,
                  "compress_rules": "jointly", **({"bins": dict(bins)} if bins else {}), "draw": draw,
                  "balanced": fit.balanced,
-                 **({"records_per_draw": records_per_draw} if records_per_draw is not None else {})}
+                 **({"records_per_draw": records_per_draw} if records_per_draw is not None else {}),
+                 "tables_per_fit": tables_per_fit}
     return _Made(drawn, measurements, fit.selections, shared, procedure, zcdp, groups)
 
 

@@ -21,9 +21,11 @@ and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's
    (``p`` the current model, ``b`` the expected absolute noise of a measurement this round, ``n_r`` the
    candidate's cells), sensitivity ``2 max w_r`` (one record replaced moves a marginal by at most 2 in L1),
    among the candidates whose junction tree stays within ``max_cells`` times the share of the budget spent
-   (AIM's growing size limit); then measures it at ``alpha`` of the round's epsilon and fits the model
-   again.  When the fit moved the chosen marginal by less than the measurement's expected noise, the
-   round's epsilon doubles (AIM's annealing).  The last round spends what is left.
+   (AIM's growing size limit); then measures it at ``alpha`` of the round's epsilon.  The model is fitted
+   again after every ``tables_per_fit`` tables (:data:`TABLES_PER_FIT`; 1 is AIM's order), the rounds between
+   two fits choosing among the candidates but the tables chosen since the fit.  For each table that the fit
+   moved by less than the measurement's expected noise, the round's epsilon doubles (AIM's annealing).  The
+   last round spends what is left.
 4. **Fit.**  Private-PGM (McKenna, Sheldon and Miklau 2019; ``mbi`` 2.0, mirror descent) fits the
    graphical model whose marginals are closest (least squares, each measurement weighted by its noise) to
    the noisy tables, the number of records known (replace-one neighbours: it is public).  Each round's fit
@@ -119,6 +121,13 @@ ROUND_ITERS = 100
 #: Mirror-descent iterations of each round's fit under zCDP (``delta``): its less noisy tables repay a closer fit.
 ZCDP_ROUND_ITERS = 300
 FINAL_ITERS = 1000
+#: The tables chosen and measured between two fits of the model (``procedure.tables_per_fit``; a manifest without
+#: it: 1, each table fitted before the next is chosen, AIM's order).  Every fit compiles a program of its own (the
+#: model's cliques change), so three a fit cut a release's fits, and most of its time, threefold; on NIST's CRC
+#: data the k-marginal scores stayed within a key's spread (docs/benchmarks.md).
+TABLES_PER_FIT = 3
+#: The most tables a release may choose between two fits.
+MOST_TABLES_PER_FIT = 16
 #: The most variables the workload of 3-way marginals is built over.
 MAX_VARIABLES = 60
 #: The most cells of the original's exact marginals kept between rounds (the others are counted again).
@@ -258,6 +267,28 @@ def check_rounds(rounds: Any, variables: int, model: Any = "pgm") -> int | None:
         raise ParameterError(f"rounds must be an integer from {low} (the synthesized variables) to {MOST_ROUNDS}, "
                              f"got {rounds!r}")
     return int(rounds)
+
+
+def check_tables_per_fit(value: Any, model: Any = "pgm") -> int:
+    """The tables chosen between two fits of the model pgm: a whole number from 1 to :data:`MOST_TABLES_PER_FIT`
+    (``None``: :data:`TABLES_PER_FIT`), with the model pgm only.
+
+    Examples
+    --------
+    >>> check_tables_per_fit(1), check_tables_per_fit(None)
+    (1, 3)
+    >>> check_tables_per_fit(0)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: tables_per_fit must be a whole number from 1 to 16, got 0
+    """
+    if value is None:
+        return TABLES_PER_FIT
+    if model != "pgm":
+        raise ParameterError(f"tables_per_fit needs the model pgm (the model {model} chooses no tables)")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MOST_TABLES_PER_FIT:
+        raise ParameterError(f"tables_per_fit must be a whole number from 1 to {MOST_TABLES_PER_FIT}, got {value!r}")
+    return int(value)
 
 
 def check_bins(bins: Any, variables: Sequence[str], model: Any = "pgm") -> dict[str, int] | None:
@@ -907,7 +938,8 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
                  rounds: int | None = None, round_iters: int | None = None, final_iters: int = FINAL_ITERS,
                  anneal: float = 1.0, delta: float | None = None, compress: float = COMPRESS_SD,
                  jointly: bool = True, share: float = 1, bins: Mapping[str, int] | None = None,
-                 draw_by: str = "systematic", quiet: bool = False) -> PgmFit:
+                 draw_by: str = "systematic", tables_per_fit: int = TABLES_PER_FIT,
+                 quiet: bool = False) -> PgmFit:
     """Choose, measure and fit the marginals (module docstring) and draw one record per original record (under
     add-or-remove neighbours, as many records as the noisy tables estimate).
 
@@ -967,6 +999,9 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
         How the draws are made (:mod:`pramkit.pgm_balance`): along the junction tree only (default), or chosen
         among :data:`pramkit.pgm_balance.POOL` times as many so that every 3-way table meets the model's
         (``"auto"``: when the pool is small enough, :func:`pramkit.pgm_balance.is_balanced`).
+    tables_per_fit : int
+        The tables chosen and measured between two fits of the model (default :data:`TABLES_PER_FIT`; 1: each
+        fitted before the next is chosen, as AIM does; :func:`check_tables_per_fit`).
     quiet : bool
         No progress bars (the rounds, by the share of the budget spent; the draws, by variable).
 
@@ -998,6 +1033,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
     rounds = check_rounds(rounds, len(names))
     if rounds is None:
         rounds = default_rounds(len(names))
+    per_fit = check_tables_per_fit(tables_per_fit)
     accounting = Accounting("pure" if delta is None else "zcdp", TABLE_SENSITIVITY[neighbours])
     from pramkit.privacy.zcdp import rho_for
 
@@ -1023,7 +1059,7 @@ def fit_and_draw(codes: np.ndarray, variables: Sequence[str], cats: Mapping[str,
             state.add(t)
         state.fit(round_iters)
         _rounds(state, budget, max_cells, base, iters=(round_iters, final_iters), anneal=anneal,
-                accounting=accounting, quiet=quiet)
+                accounting=accounting, quiet=quiet, per_fit=per_fit)
         eps_all = [m.epsilon for m in state.measurements] + [s.epsilon for s in state.selections]
         if delta is None and record_epsilon(eps_all) > epsilon:  # pragma: no cover - the schedule never passes it
             raise DataError("the model pgm overspent its budget: report this")
@@ -1182,11 +1218,12 @@ def _compressed_rounds(mbi: Any, comp: Any, data: _Data, cats: Mapping[str, Sequ
 
 def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
             iters: tuple[int, int] = (ROUND_ITERS, FINAL_ITERS), anneal: float = 1.0,
-            accounting: Accounting | None = None, quiet: bool = False) -> None:
+            accounting: Accounting | None = None, quiet: bool = False, per_fit: int = 1) -> None:
     """AIM's rounds (module docstring, step 3): select, measure, fit, anneal, until the budget is spent;
     ``iters``: the mirror-descent iterations of a round's fit and of the last one; ``anneal``: the share of the
     expected noise under which the chosen marginal's move doubles the round's amount (an epsilon, or a rho
-    under zCDP); ``quiet``: no progress bar (the share of the budget spent)."""
+    under zCDP); ``quiet``: no progress bar (the share of the budget spent); ``per_fit``: the tables chosen
+    between two fits."""
     from pramkit.progress import progress
 
     shown = [0]  # the percent the bar shows (a bar that prints nothing counts nothing)
@@ -1197,23 +1234,28 @@ def _rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, *,
         shown[0] = now
 
     with progress(total=100, desc="fitting (budget spent)", unit="%", quiet=quiet) as bar:
-        _spend_rounds(state, budget, max_cells, base, iters, anneal, accounting, done)
+        _spend_rounds(state, budget, max_cells, base, iters, anneal, accounting, done, per_fit)
 
 
 def _spend_rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, iters: tuple[int, int],
-                  anneal: float, accounting: Accounting | None, done: Any) -> None:
-    """The loop of :func:`_rounds`; ``done()`` after each round."""
+                  anneal: float, accounting: Accounting | None, done: Any, per_fit: int = 1) -> None:
+    """The loop of :func:`_rounds`; ``done()`` after each fit; ``per_fit``: the tables chosen and measured
+    between two fits (:data:`TABLES_PER_FIT`), the later ones chosen among the candidates but those chosen since
+    the fit (among all of them when that leaves none)."""
     acc = accounting or Accounting("pure", state.sensitivity)
     data, key = state.data, state.key
     cands, weights = workload(data.names)
     t = 0
+    batch: list[tuple[tuple[str, ...], np.ndarray, float]] = []  # chosen since the fit: (r, its marginal, noise)
     while budget.budget - budget.spent > 0:
         eps_s, eps_m, last = budget.next_round()
         if eps_s <= 0 or eps_m <= 0:
             break
         limit = max(base, max_cells * min(1.0, budget.share() + float((Fraction(eps_s) + Fraction(eps_m))
                                                                        / budget.budget)))
-        allowed = [r for r in cands if math.prod(data.shape(r)) <= max_cells and state.fits(r, limit)]
+        fitting = [r for r in cands if math.prod(data.shape(r)) <= max_cells and state.fits(r, limit)]
+        taken = {b[0] for b in batch}
+        allowed = [r for r in fitting if r not in taken] or fitting  # all taken: a table may be measured again
         sel_eps, sel_spent = acc.select(eps_s)
         m_eps, sigma2, m_spent = acc.measure(eps_m)
         noise = acc.expected_abs(m_eps, sigma2)
@@ -1224,16 +1266,22 @@ def _spend_rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, it
         budget.spend(sel_spent)
         state.selections.append(Selection(t, sel_eps, sens, len(allowed), r,
                                           None if sigma2 is None else _up(sel_spent)))
-        before = state.model_marginal(r)
+        batch.append((r, state.model_marginal(r), noise))
         budget.spend(m_spent)
         state.add(_measure(data, r, m_eps, key, state.cats, state.sensitivity, sigma2))
-        state.fit(iters[1] if last else iters[0])
-        done()
-        if last:
-            break
-        if np.abs(state.model_marginal(r) - before).sum() <= anneal * noise * math.prod(data.shape(r)):
-            budget.round = _down(Fraction(budget.round) * acc.growth)
         t += 1
+        if last or len(batch) == per_fit:
+            state.fit(iters[1] if last else iters[0])
+            done()
+            if last:
+                return
+            for r, before, noise in batch:  # AIM's annealing, table by table
+                if np.abs(state.model_marginal(r) - before).sum() <= anneal * noise * math.prod(data.shape(r)):
+                    budget.round = _down(Fraction(budget.round) * acc.growth)
+            batch = []
+    if batch:  # the budget ran out between two fits
+        state.fit(iters[1])
+        done()
 
 
 class _Rounds:
@@ -1584,9 +1632,10 @@ def delta_of_manifest(raw: Any) -> float | None:
 
 def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
     """The epsilons of the measurements and of the selections that the manifest's budget, rounds and choices
-    give, the annealing read off the stated epsilons (each round's epsilon is the last one's or its double;
-    the last round spends what is left): a list each, or why they cannot be (a text).  Under zCDP (a
-    ``procedure.delta``) the measurements' list holds their ``sigma2``, the budget is the rho of the stated
+    give, the annealing read off the stated epsilons (after each fit, every ``procedure.tables_per_fit`` tables
+    (absent: 1), a round's epsilon is the last one's doubled at most once for each table fitted; between two
+    fits it is the last one's; the last round spends what is left): a list each, or why they cannot be (a
+    text).  Under zCDP (a ``procedure.delta``) the measurements' list holds their ``sigma2``, the budget is the rho of the stated
     epsilon and delta (:class:`Accounting`).
 
     Examples
@@ -1606,6 +1655,8 @@ def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
 
             eps = rho_for(eps, delta)
         budget = _Budget(eps, int((raw.get("procedure") or {})["rounds"]), len(names))
+        per_fit = (raw.get("procedure") or {}).get("tables_per_fit", 1)  # absent: a release made before it
+        per_fit = check_tables_per_fit("null" if per_fit is None else per_fit)
     except (KeyError, TypeError, ValueError, ParameterError) as exc:
         return f"the schedule cannot be replayed ({exc})"
     acc = Accounting("pure" if delta is None else "zcdp", table_sensitivity(raw))
@@ -1626,8 +1677,11 @@ def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
     stated = [m.get(param) for m in raw.get("measurements") or [] if isinstance(m, Mapping)][len(names):]
     for t, sel in enumerate(_selections(raw)):
         s, m, last = budget.next_round()
-        planned = (acc.select(s)[0], acc.measure(m)[0 if delta is None else 1])
-        if t > 0 and (sel.get("epsilon"), stated[t] if t < len(stated) else None) != planned and not last:
+        # after a fit (every per_fit tables), each of the tables fitted may have doubled the round's amount
+        for _ in range(per_fit if t > 0 and t % per_fit == 0 else 0):
+            planned = (acc.select(s)[0], acc.measure(m)[0 if delta is None else 1])
+            if (sel.get("epsilon"), stated[t] if t < len(stated) else None) == planned or last:
+                break
             budget.round = _down(Fraction(budget.round) * acc.growth)  # the annealing raised it
             s, m, last = budget.next_round()
         chosen.append(select(s))

@@ -1065,6 +1065,22 @@ def _check_records_per_draw(ctx: FieldContext, at: tuple, value: Any) -> Verdict
     return True, "a setting of the model pgm's draw (the release made again follows it)"
 
 
+def _check_tables_per_fit(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A whole number from 1 to 16 with the model pgm; which one, the release made again with the key tells."""
+    from pramkit.errors import ParameterError
+    from pramkit.synthesize_pgm import check_tables_per_fit, is_pgm
+
+    if not is_pgm(ctx.raw):
+        return False, "stated without the model pgm: tables_per_fit is a setting of the model pgm"
+    try:
+        if value is None:
+            raise ParameterError("tables_per_fit must be a whole number from 1 to 16")
+        check_tables_per_fit(value)
+    except ParameterError as exc:
+        return False, f"stated {value!r}: {str(exc).split(', got')[0]}"
+    return _check_synthesized_again(ctx, at, value)
+
+
 def _manifest_groups(ctx: FieldContext) -> Any:
     from pramkit.synthesize_pgm import manifest_groups
 
@@ -1086,6 +1102,7 @@ CHECKS.update({
     "released columns": _check_released_columns,
     "min count": _check_min_count,
     "records per draw": _check_records_per_draw,
+    "tables per fit": _check_tables_per_fit,
     "pgm selection": _check_pgm_selection,
     "neighbours": _check_neighbours,
     "table sensitivity": _check_table_sensitivity,

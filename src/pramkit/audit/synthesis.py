@@ -359,7 +359,8 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
                                delta=delta_of_manifest(raw),
                                bins=proc.get("bins") if proc.get("model") == "pgm" else None,
                                draw=str(proc.get("draw", "systematic")) if proc.get("model") == "pgm" else None,
-                               records_per_draw=proc.get("records_per_draw") if proc.get("model") == "pgm" else None)
+                               records_per_draw=proc.get("records_per_draw") if proc.get("model") == "pgm" else None,
+                               tables_per_fit=proc.get("tables_per_fit", 1) if proc.get("model") == "pgm" else None)
             digest = sha256_of(out)
             if again is not None:
                 again["synthesis again"] = read_json(out.parent / (out.stem + ".synthesis.json"), "manifest",

@@ -57,6 +57,10 @@ MANIFEST: tuple[PublicField, ...] = fields([
     ("procedure.records_per_draw", R, "records per draw", "with the model pgm and min_count 1, the records given "
                                                           "each draw on average, above 1 and at most 2 (absent: "
                                                           "min_count's); the release made again follows it"),
+    ("procedure.tables_per_fit", D, "tables per fit", "with the model pgm, the tables chosen and measured between "
+                                                      "two fits of the model, a whole number from 1 to 16 (absent: "
+                                                      "1, a release made before it; the schedule's annealing "
+                                                      "replayed at its fits): the release made again follows it"),
     ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
     ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
     ("measurements[*].mechanism", R, "table mechanism", "the DP mechanism: 'geometric' (discrete Laplace), or "
