@@ -22,7 +22,8 @@ Usage::
     python benchmarks/bench_sdnist.py [--configs raw,dp-10,...] [--list] [--out DIR] [--plot FILE]
         [--data FILE] [--features A,B,...] [--public A,B] [--target NATIONAL|MA|TX] [--seed 1]
     python benchmarks/bench_sdnist.py --peers [--feature-set SET] [--epsilons 1,2,10] [--peer-tools mst,aim]
-        [--models pgm-zcdp,...] [--peer-minutes 60] [--peer-releases DIR] [--rounds-per-variable R] [--plot FILE]
+        [--models pgm-zcdp,...] [--peer-minutes 60] [--peer-releases DIR] [--rounds-per-variable R]
+        [--tables-per-fit K] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -229,6 +230,7 @@ class Setup:
     rounds_per_variable: the model pgm's nominal rounds over the number of variables (``--rounds-per-variable``;
         None: the command's default)
     bins: the model pgm's declared bins (``--bins``), variable -> width, for the features among them
+    tables_per_fit: the model pgm's tables between two fits (``--tables-per-fit``; None: the command's default)
     peer_releases: the folder of the peers' releases kept from earlier runs (``--peer-releases``; None: none kept)
     """
 
@@ -243,6 +245,7 @@ class Setup:
     ranges: dict[str, list[str]] = field(default_factory=dict)
     peer_seconds: float | None = None  # a peer's release stopped after this long (``--peer-minutes``); None: never
     rounds_per_variable: int | None = None  # the model pgm's ``--rounds`` over the variables; None: the default
+    tables_per_fit: int | None = None  # the model pgm's ``--tables-per-fit``; None: the command's default
     bins: dict[str, int] = field(default_factory=dict)  # the model pgm's ``--bins``, for the features among them
     peer_releases: Path | None = None  # ``--peer-releases``: a peer's release kept there is read, not made again
     kept_only: bool = False  # ``--kept-peers-only``: a peer's release not kept in ``peer_releases`` is not made
@@ -840,7 +843,9 @@ def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = 
                                         if rounds_per_variable else {}),
                                      **({"delta": delta} if delta is not None else {}),
                                      **({"bins": bins} if bins else {}),
-                                     **({"records_per_draw": records_per_draw} if records_per_draw else {}))
+                                     **({"records_per_draw": records_per_draw} if records_per_draw else {}),
+                                     **({"tables_per_fit": setup.tables_per_fit}
+                                        if model == "pgm" and setup.tables_per_fit else {}))
     return Release(path, [], na_values=(), synthesis=res,
                    note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
 
@@ -1827,6 +1832,7 @@ def run_peers(args: argparse.Namespace, python: str | None, data_root: Path) -> 
                                     data_root / "data_dictionary.json"),
                             peer_seconds=60 * args.peer_minutes if args.peer_minutes else None,
                             rounds_per_variable=args.rounds_per_variable, bins=args.bins,
+                            tables_per_fit=args.tables_per_fit,
                             peer_releases=args.peer_releases, kept_only=args.kept_peers_only)
             for config in peer_configs(args.epsilons, peers=not args.no_peer_runs, tools=args.peer_tools,
                                        models=args.models):
@@ -1935,17 +1941,21 @@ def bins_flag(text: str, features: Sequence[str]) -> dict[str, int] | str:
 
 def rounds_note(manifest: Mapping[str, Any]) -> str:
     """``", T rounds"`` when a release of the model pgm ran other nominal rounds than its default (4 per variable),
-    else ``""``.
+    and ``", K tables a fit"`` when it fitted the model after every K tables (``--tables-per-fit``), else ``""``.
 
     >>> rounds_note({"variables": {"a": {}, "b": {}}, "procedure": {"rounds": 32}})
     ', 32 rounds'
+    >>> rounds_note({"variables": {"a": {}, "b": {}}, "procedure": {"rounds": 8, "tables_per_fit": 3}})
+    ', 3 tables a fit'
     >>> rounds_note({"variables": {"a": {}, "b": {}}, "procedure": {"rounds": 8}}), rounds_note({})
     ('', '')
     """
     from pramkit.synthesize_pgm import default_rounds
 
-    rounds = (manifest.get("procedure") or {}).get("rounds")
-    return "" if rounds in (None, default_rounds(len(manifest.get("variables") or {}))) else f", {rounds} rounds"
+    proc = manifest.get("procedure") or {}
+    rounds, per_fit = proc.get("rounds"), proc.get("tables_per_fit", 1)
+    return ("" if rounds in (None, default_rounds(len(manifest.get("variables") or {}))) else f", {rounds} rounds") \
+        + ("" if per_fit == 1 else f", {per_fit} tables a fit")
 
 
 def rounds_per_variable(text: str) -> int | None:
@@ -1959,6 +1969,21 @@ def rounds_per_variable(text: str) -> int | None:
     except ValueError:
         return None
     return value if 1 <= value <= MOST_ROUNDS_PER_VARIABLE else None
+
+
+def tables_per_fit(text: str) -> int | None:
+    """``--tables-per-fit``: a whole number from 1 to 16 (``synthesize --tables-per-fit``), or None.
+
+    >>> tables_per_fit("3"), tables_per_fit("0"), tables_per_fit("2.5"), tables_per_fit("17")
+    (3, None, None, None)
+    """
+    from pramkit.errors import ParameterError
+    from pramkit.synthesize_pgm import check_tables_per_fit
+
+    try:
+        return check_tables_per_fit(int(text))
+    except (ValueError, ParameterError):
+        return None
 
 
 def peer_minutes(text: str) -> float | None:
@@ -2020,6 +2045,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds-per-variable", default=None, metavar="R",
                     help="the model pgm's rows (pgm-zcdp, pgm-all) run `--rounds` R times their number of features "
                          f"(default the command's: 4 per variable; 1 to {MOST_ROUNDS_PER_VARIABLE})")
+    ap.add_argument("--tables-per-fit", default=None, metavar="K",
+                    help="the model pgm's rows choose K tables between two fits (`synthesize --tables-per-fit`; "
+                         "default the command's: 1; 1 to 16)")
     ap.add_argument("--bins", default=BINS, metavar="VAR=WIDTH[,...]",
                     help="the rows pgm-zcdp model these features in bins of their values (`synthesize --bins`; "
                          "default %(default)s, each where it is a feature; '' for none)")
@@ -2041,6 +2069,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if given is not None and args.rounds_per_variable is None:
         print(f"--rounds-per-variable takes a whole number from 1 to {MOST_ROUNDS_PER_VARIABLE} (the model pgm's "
               "rounds over its variables)", file=sys.stderr)
+        return 2
+    given = args.tables_per_fit
+    args.tables_per_fit = None if given is None else tables_per_fit(given)
+    if given is not None and args.tables_per_fit is None:
+        print("--tables-per-fit takes a whole number from 1 to 16 (the model pgm's tables between two fits)",
+              file=sys.stderr)
         return 2
     args.epsilons = positive_epsilons(args.epsilons)
     if args.epsilons is None:
@@ -2123,7 +2157,8 @@ def run_configs(args: argparse.Namespace, names: Sequence[str], features: Sequen
     workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-"))
     try:
         setup = replace(prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json"),
-                        rounds_per_variable=args.rounds_per_variable, bins=args.bins, peer_releases=args.peer_releases)
+                        rounds_per_variable=args.rounds_per_variable, bins=args.bins, peer_releases=args.peer_releases,
+                        tables_per_fit=args.tables_per_fit)
         rows: list[Row] = []
         for name in names:
             try:

@@ -118,6 +118,9 @@ def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixtu
     (["--rounds-per-variable", "901"], "--rounds-per-variable takes a whole number from 1 to 900"),
     (["--rounds-per-variable", "2.5"], "--rounds-per-variable takes a whole number from 1 to 900"),
     (["--rounds-per-variable", "sixteen"], "--rounds-per-variable takes a whole number from 1 to 900"),
+    (["--peers", "--tables-per-fit", "0"], "--tables-per-fit takes a whole number from 1 to 16"),
+    (["--tables-per-fit", "17"], "--tables-per-fit takes a whole number from 1 to 16"),
+    (["--tables-per-fit", "2.5"], "--tables-per-fit takes a whole number from 1 to 16"),
     (["--rounds-per-variable", "900", "--no-score", "--features",
       "AGEP,SEX,MSP,RAC1P,HOUSING_TYPE,OWN_RENT,EDU,PINCP_DECILE,DVET,DEYE,DEAR,DPHY"],
      "--rounds-per-variable 900 times the 12 features passes the most rounds (10000): at most 833 here"),
@@ -590,7 +593,7 @@ def test_a_peer_past_its_time_limit_is_stopped_and_its_row_says_so(tmp_path: Pat
     args = argparse.Namespace(feature_set=None, features="AGEP,SEX,MSP", data=excerpt, seed=1, epsilons=[1.0, 2.0],
                               no_peer_runs=False, peer_tools=["aim"], models=["dp-shuffle"], target="NATIONAL", out=None,
                               estimator="mle", plot=None, peer_minutes=1 / 60, rounds_per_variable=None, bins={},
-                              peer_releases=None, kept_peers_only=False)
+                              tables_per_fit=None, peer_releases=None, kept_peers_only=False)
     t0 = time.monotonic()
     assert bench.run_peers(args, None, NIST) == 0
     assert time.monotonic() - t0 < 2 * 120  # unstopped, the two peers' sleeps alone would take 240 s (the pramkit rows
@@ -828,6 +831,7 @@ def test_kept_peers_only_reads_the_kept_releases_and_makes_none(tmp_path: Path, 
     args = argparse.Namespace(feature_set="demographic", features=None, data=excerpt, seed=1, epsilons=[1.0],
                               no_peer_runs=False, peer_tools=["aim"], models=[], target="NATIONAL", out=None,  # the peer's rows only
                               estimator="mle", plot=None, peer_minutes=None, rounds_per_variable=None, bins={},
+                              tables_per_fit=None,
                               peer_releases=store, kept_peers_only=False)
     assert bench.run_peers(args, None, NIST) == 0  # keeps AIM's release at epsilon 1
     assert len(log.read_text(encoding="utf-8").splitlines()) == 1
@@ -860,6 +864,7 @@ def test_peers_on_the_features_given_run_them_as_one_set(tmp_path: Path, monkeyp
     args = argparse.Namespace(feature_set=None, features="DREM,AGEP,DEAR", data=excerpt, seed=1, epsilons=[1.0],
                               no_peer_runs=False, peer_tools=["mst"], models=[], target="NATIONAL", out=None,
                               estimator="mle", plot=None, peer_minutes=None, rounds_per_variable=None, bins={},
+                              tables_per_fit=None,
                               peer_releases=store, kept_peers_only=False)
     assert bench.run_peers(args, None, NIST) == 0
     out = capsys.readouterr().out

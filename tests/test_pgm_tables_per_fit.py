@@ -1,10 +1,11 @@
-"""The model pgm's tables between two fits (``procedure.tables_per_fit``, default 3).
+"""The model pgm's tables between two fits (``synthesize --tables-per-fit``, ``procedure.tables_per_fit``).
 
 Every fit of the model compiles a program of its own, so a release that fits after every third table instead
-of after each makes a third as many.  On sdcMicro's testdata (the first 2 000 records, four household and
-person variables): the model is fitted once after the 1-way tables and then after every ``tables_per_fit``
-tables (counted by wrapping the fit), the tables chosen between two fits are distinct, the manifest states the
-setting, the audit makes each release again from the key, and a forged setting fails the audit naming it.
+of after each (the default) makes a third as many.  On sdcMicro's testdata (the first 2 000 records, four
+household and person variables): the model is fitted once after the 1-way tables and then after every
+``tables_per_fit`` tables (counted by wrapping the fit), the tables chosen between two fits are distinct, the
+manifest states the setting when it is not 1 (and the default's file is the file of 1), the audit makes each
+release again from the key, and a forged setting fails the audit naming it.
 The schedule's replay is checked against epsilons written out here with exact fractions: a round's epsilon
 may double once for each table of a fit, and only at a fit.  Skipped in one line without ``mbi`` or without
 the shared data.
@@ -56,7 +57,7 @@ def _release(d: Path, name: str, monkeypatch: pytest.MonkeyPatch, **settings: An
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory) -> dict[str, Any]:
-    """The same records released with the default (three tables a fit) and with one table a fit."""
+    """The same records released with three tables a fit, with one (asked for) and with the default."""
     if not (SDC_DATA / "testdata.csv").is_file():
         pytest.skip("../shared/data/sdcmicro is not available")
     d = tmp_path_factory.mktemp("per-fit")
@@ -64,7 +65,8 @@ def releases(tmp_path_factory) -> dict[str, Any]:
     (d / "k.key").write_text(KEY.hex())
     (d / "k.key").chmod(0o600)
     with pytest.MonkeyPatch.context() as mp:
-        return {"dir": d, "three": _release(d, "three", mp), "one": _release(d, "one", mp, tables_per_fit=1)}
+        return {"dir": d, "three": _release(d, "three", mp, tables_per_fit=3),
+                "one": _release(d, "one", mp, tables_per_fit=1), "default": _release(d, "default", mp)}
 
 
 def test_the_model_is_fitted_after_every_third_table(releases):
@@ -75,10 +77,19 @@ def test_the_model_is_fitted_after_every_third_table(releases):
     for name, per in (("three", 3), ("one", 1)):
         rel = releases[name]
         chosen = len(rel["raw"]["selections"])
-        assert rel["raw"]["procedure"]["tables_per_fit"] == per
+        assert rel["raw"]["procedure"].get("tables_per_fit", 1) == per
         assert len(rel["fits"]) == 1 + math.ceil(chosen / per), (name, chosen, rel["fits"])
         assert rel["fits"][-1] == FINAL_ITERS and FINAL_ITERS not in rel["fits"][:-1]
     assert len(releases["three"]["fits"]) < len(releases["one"]["fits"])
+
+
+def test_the_default_is_one_table_a_fit_and_writes_no_setting(releases):
+    """The default's manifest has no ``tables_per_fit`` (a release made before the setting reads alike), and its
+    file is byte for byte the file that ``tables_per_fit=1`` draws."""
+    assert "tables_per_fit" not in releases["default"]["raw"]["procedure"]
+    assert "tables_per_fit" not in releases["one"]["raw"]["procedure"]
+    assert releases["default"]["path"].read_bytes() == releases["one"]["path"].read_bytes()
+    assert releases["three"]["raw"]["procedure"]["tables_per_fit"] == 3
 
 
 def test_the_tables_between_two_fits_are_distinct(releases):
@@ -96,7 +107,7 @@ def test_the_audit_makes_each_release_again(releases):
     """With the original and the key the audit makes each release again, byte for byte (with its stated
     tables per fit); the two files differ."""
     d = releases["dir"]
-    for name in ("three", "one"):
+    for name in ("three", "default"):
         rel = releases[name]
         result = audit(manifest=rel["manifest"], released=rel["path"], original=d / "o.csv", key=d / "k.key")
         assert result.passed, [c.line() for c in result.checks if not c.passed]

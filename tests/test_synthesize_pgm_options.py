@@ -165,6 +165,10 @@ def test_the_default_rounds_by_their_number_are_the_default(release):
     (["--rounds", "10001"], "--rounds must be an integer from 4"),
     (["--rounds", "2.5"], "invalid int value: '2.5'"),
     (["--model", "margins", "--rounds", "16"], "rounds needs the model pgm"),
+    (["--tables-per-fit", "0"], "--tables-per-fit must be a whole number from 1 to 16, got 0"),
+    (["--tables-per-fit", "17"], "--tables-per-fit must be a whole number from 1 to 16, got 17"),
+    (["--tables-per-fit", "2.5"], "invalid int value: '2.5'"),
+    (["--model", "margins", "--tables-per-fit", "3"], "--tables-per-fit needs the model pgm"),
 ])
 def test_bad_input_is_one_line(release, tmp_path, capsys, args, words):
     src = tmp_path / "o.csv"

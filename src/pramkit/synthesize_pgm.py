@@ -22,10 +22,10 @@ and Miklau 2022, Algorithm 1), with pure epsilon-DP mechanisms in place of AIM's
    candidate's cells), sensitivity ``2 max w_r`` (one record replaced moves a marginal by at most 2 in L1),
    among the candidates whose junction tree stays within ``max_cells`` times the share of the budget spent
    (AIM's growing size limit); then measures it at ``alpha`` of the round's epsilon.  The model is fitted
-   again after every ``tables_per_fit`` tables (:data:`TABLES_PER_FIT`; 1 is AIM's order), the rounds between
-   two fits choosing among the candidates but the tables chosen since the fit.  For each table that the fit
-   moved by less than the measurement's expected noise, the round's epsilon doubles (AIM's annealing).  The
-   last round spends what is left.
+   again after every ``tables_per_fit`` tables (by default each, AIM's order: :data:`TABLES_PER_FIT`), the
+   rounds between two fits choosing among the candidates but the tables chosen since the fit.  For each table
+   that the fit moved by less than the measurement's expected noise, the round's epsilon doubles (AIM's
+   annealing).  The last round spends what is left.
 4. **Fit.**  Private-PGM (McKenna, Sheldon and Miklau 2019; ``mbi`` 2.0, mirror descent) fits the
    graphical model whose marginals are closest (least squares, each measurement weighted by its noise) to
    the noisy tables, the number of records known (replace-one neighbours: it is public).  Each round's fit
@@ -121,11 +121,12 @@ ROUND_ITERS = 100
 #: Mirror-descent iterations of each round's fit under zCDP (``delta``): its less noisy tables repay a closer fit.
 ZCDP_ROUND_ITERS = 300
 FINAL_ITERS = 1000
-#: The tables chosen and measured between two fits of the model (``procedure.tables_per_fit``; a manifest without
-#: it: 1, each table fitted before the next is chosen, AIM's order).  Every fit compiles a program of its own (the
-#: model's cliques change), so three a fit cut a release's fits, and most of its time, threefold; on NIST's CRC
-#: data the k-marginal scores stayed within a key's spread (docs/benchmarks.md).
-TABLES_PER_FIT = 3
+#: The tables chosen and measured between two fits of the model by default (``procedure.tables_per_fit``,
+#: written when it is not 1): 1, each table fitted before the next is chosen, AIM's order.  Every fit compiles a
+#: program of its own (the model's cliques change), so three a fit make a release up to twice as fast; on NIST's
+#: CRC data they scored as one on the demographic set, but 14 points lower on the industry set at epsilon 10 at
+#: each of three keys (docs/benchmarks.md), so they are an option, not the default.
+TABLES_PER_FIT = 1
 #: The most tables a release may choose between two fits.
 MOST_TABLES_PER_FIT = 16
 #: The most variables the workload of 3-way marginals is built over.
@@ -275,8 +276,8 @@ def check_tables_per_fit(value: Any, model: Any = "pgm") -> int:
 
     Examples
     --------
-    >>> check_tables_per_fit(1), check_tables_per_fit(None)
-    (1, 3)
+    >>> check_tables_per_fit(3), check_tables_per_fit(None)
+    (3, 1)
     >>> check_tables_per_fit(0)
     Traceback (most recent call last):
     ...

@@ -90,6 +90,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --model pgm and --min-count 1: the records given each draw on average, from 1 to 2 "
                         "(1.25: a quarter of the draws released twice), so that fewer distinct records are released "
                         "(default: 1, or 2 with --min-count 2)")
+    p.add_argument("--tables-per-fit", type=int, default=None, metavar="K",
+                   help="with --model pgm: the tables chosen and measured between two fits of the model, 1 to 16 "
+                        "(default 1, AIM's order; each fit compiles a program of its own, so 3 release up to twice as "
+                        "fast, the later tables of a fit chosen by the model as it was at the fit)")
     p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -153,7 +157,7 @@ def print_summary(result: SynthesisResult) -> None:
 
 #: The library's keywords that the command spells as flags, in its error messages.
 FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta", "bins": "--bins", "draw": "--draw",
-         "records_per_draw": "--records-per-draw", "min_count": "--min-count"}
+         "records_per_draw": "--records-per-draw", "min_count": "--min-count", "tables_per_fit": "--tables-per-fit"}
 
 
 def as_flags(message: str) -> str:
@@ -175,8 +179,8 @@ def as_flags(message: str) -> str:
 
     message = re.sub(r"(?<![\w-])(max_cells|min_count)\b", lambda m: FLAGS[m.group(1)], message)
     head = message.split(" ", 1)[0].rstrip(":")
-    return FLAGS[head] + message[len(head):] if head in ("rounds", "delta", "bins", "draw", "records_per_draw") \
-        else message
+    opening = ("rounds", "delta", "bins", "draw", "records_per_draw", "tables_per_fit")
+    return FLAGS[head] + message[len(head):] if head in opening else message
 
 
 def run(args: argparse.Namespace) -> int:
@@ -214,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
                                     max_cells=MAX_CELLS if args.max_cells is None else args.max_cells,
                                     neighbours=args.neighbours, rounds=args.rounds, delta=args.delta,
                                     bins=args.bins, draw=args.draw, records_per_draw=args.records_per_draw,
-                                    quiet=args.quiet)
+                                    tables_per_fit=args.tables_per_fit, quiet=args.quiet)
     except ParameterError as err:
         raise ParameterError(as_flags(str(err))) from None
     if args.json:
