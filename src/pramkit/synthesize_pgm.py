@@ -287,6 +287,22 @@ def check_tables_per_fit(value: Any, model: Any = "pgm") -> int:
         return TABLES_PER_FIT
     if model != "pgm":
         raise ParameterError(f"tables_per_fit needs the model pgm (the model {model} chooses no tables)")
+    return whole_tables_per_fit(value)
+
+
+def whole_tables_per_fit(value: Any) -> int:
+    """A stated ``tables_per_fit`` (a manifest's, or one asked for): a whole number from 1 to
+    :data:`MOST_TABLES_PER_FIT`, with no default (``None`` is refused like any other value).
+
+    Examples
+    --------
+    >>> whole_tables_per_fit(16)
+    16
+    >>> whole_tables_per_fit(None)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: tables_per_fit must be a whole number from 1 to 16, got None
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MOST_TABLES_PER_FIT:
         raise ParameterError(f"tables_per_fit must be a whole number from 1 to {MOST_TABLES_PER_FIT}, got {value!r}")
     return int(value)
@@ -1276,8 +1292,9 @@ def _spend_rounds(state: _Rounds, budget: _Budget, max_cells: int, base: int, it
             done()
             if last:
                 return
-            for r, before, noise in batch:  # AIM's annealing, table by table
-                if np.abs(state.model_marginal(r) - before).sum() <= anneal * noise * math.prod(data.shape(r)):
+            for table, before, expected in batch:  # AIM's annealing, table by table
+                moved = np.abs(state.model_marginal(table) - before).sum()
+                if moved <= anneal * expected * math.prod(data.shape(table)):
                     budget.round = _down(Fraction(budget.round) * acc.growth)
             batch = []
     if batch:  # the budget ran out between two fits
@@ -1636,8 +1653,8 @@ def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
     give, the annealing read off the stated epsilons (after each fit, every ``procedure.tables_per_fit`` tables
     (absent: 1), a round's epsilon is the last one's doubled at most once for each table fitted; between two
     fits it is the last one's; the last round spends what is left): a list each, or why they cannot be (a
-    text).  Under zCDP (a ``procedure.delta``) the measurements' list holds their ``sigma2``, the budget is the rho of the stated
-    epsilon and delta (:class:`Accounting`).
+    text).  Under zCDP (a ``procedure.delta``) the measurements' list holds their ``sigma2``, the budget is the
+    rho of the stated epsilon and delta (:class:`Accounting`).
 
     Examples
     --------
@@ -1656,8 +1673,8 @@ def schedule(raw: Mapping[str, Any]) -> tuple[list[float], list[float]] | str:
 
             eps = rho_for(eps, delta)
         budget = _Budget(eps, int((raw.get("procedure") or {})["rounds"]), len(names))
-        per_fit = (raw.get("procedure") or {}).get("tables_per_fit", 1)  # absent: a release made before it
-        per_fit = check_tables_per_fit("null" if per_fit is None else per_fit)
+        # absent: a release made before the setting, one table a fit
+        per_fit = whole_tables_per_fit((raw.get("procedure") or {}).get("tables_per_fit", 1))
     except (KeyError, TypeError, ValueError, ParameterError) as exc:
         return f"the schedule cannot be replayed ({exc})"
     acc = Accounting("pure" if delta is None else "zcdp", table_sensitivity(raw))

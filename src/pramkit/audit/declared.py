@@ -1068,14 +1068,12 @@ def _check_records_per_draw(ctx: FieldContext, at: tuple, value: Any) -> Verdict
 def _check_tables_per_fit(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     """A whole number from 1 to 16 with the model pgm; which one, the release made again with the key tells."""
     from pramkit.errors import ParameterError
-    from pramkit.synthesize_pgm import check_tables_per_fit, is_pgm
+    from pramkit.synthesize_pgm import is_pgm, whole_tables_per_fit
 
     if not is_pgm(ctx.raw):
         return False, "stated without the model pgm: tables_per_fit is a setting of the model pgm"
     try:
-        if value is None:
-            raise ParameterError("tables_per_fit must be a whole number from 1 to 16")
-        check_tables_per_fit(value)
+        whole_tables_per_fit(value)
     except ParameterError as exc:
         return False, f"stated {value!r}: {str(exc).split(', got')[0]}"
     return _check_synthesized_again(ctx, at, value)
