@@ -161,8 +161,8 @@ FLAGS = {"max_cells": "--max-cells", "rounds": "--rounds", "delta": "--delta", "
 
 
 def as_flags(message: str) -> str:
-    """A library error in the command's words: ``max_cells`` anywhere, ``rounds`` or ``delta`` opening it,
-    written as the flag.
+    """A library error in the command's words: ``max_cells`` and ``min_count`` anywhere, any other keyword of
+    :data:`FLAGS` opening it, written as the flag.
 
     Examples
     --------
@@ -174,13 +174,14 @@ def as_flags(message: str) -> str:
     '--delta 1e-05 is stated'
     >>> as_flags("bins: the width of AGEP must be a positive integer, got '0'")
     "--bins: the width of AGEP must be a positive integer, got '0'"
+    >>> as_flags("tables_per_fit must be a whole number from 1 to 16, got 0")
+    '--tables-per-fit must be a whole number from 1 to 16, got 0'
     """
     import re
 
     message = re.sub(r"(?<![\w-])(max_cells|min_count)\b", lambda m: FLAGS[m.group(1)], message)
-    head = message.split(" ", 1)[0].rstrip(":")
-    opening = ("rounds", "delta", "bins", "draw", "records_per_draw", "tables_per_fit")
-    return FLAGS[head] + message[len(head):] if head in opening else message
+    head = message.split(" ", 1)[0].rstrip(":")  # max_cells and min_count opening it are flags already
+    return FLAGS[head] + message[len(head):] if head in FLAGS else message
 
 
 def run(args: argparse.Namespace) -> int:
